@@ -1,0 +1,21 @@
+// Build script: bundles src/main.js into dist/app.js and copies the static page and styles.
+// Everything the page needs ends up in dist/; nothing is loaded from the network.
+import { build } from "esbuild";
+import { copyFile, mkdir, rm } from "node:fs/promises";
+
+const watch = process.argv.includes("--dev");
+await rm("dist", { recursive: true, force: true });
+await mkdir("dist", { recursive: true });
+await build({
+  entryPoints: ["src/main.js"],
+  bundle: true,
+  format: "esm",
+  target: ["es2020"],
+  outfile: "dist/app.js",
+  minify: !watch,
+  sourcemap: true,
+  legalComments: "none",
+});
+await copyFile("index.html", "dist/index.html");
+await copyFile("src/style.css", "dist/style.css");
+console.log("built dist/app.js, dist/index.html, dist/style.css");

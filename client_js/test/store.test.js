@@ -1,0 +1,169 @@
+// Unit tests of the pure store, driven by the message examples of docs/protocol.md.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import {
+  applyOps, canMove, initialState, playsByTile, reduce, sinceVersion,
+} from "../src/store.js";
+
+const fx = JSON.parse(readFileSync(new URL("./fixtures/protocol-examples.json", import.meta.url)));
+const clone = (x) => structuredClone(x);
+
+function seatedAtV12() {
+  let s = initialState("k3f9x2");
+  s = reduce(s, { t: "welcome", proto: 1, table: "k3f9x2", seat: 0, v: 12 });
+  return reduce(s, { t: "snapshot", v: 12, doc: clone(fx.document_v12) });
+}
+
+test("snapshot replaces the document and sets the version", () => {
+  const s = seatedAtV12();
+  assert.equal(s.v, 12);
+  assert.equal(s.seat, 0);
+  assert.equal(s.doc.table.name, "Friday fives");
+  const other = { v: 40, game: null, table: { id: "k3f9x2", status: "waiting" } };
+  const s2 = reduce(s, { t: "snapshot", v: 40, doc: other });
+  assert.equal(s2.v, 40);
+  assert.deepEqual(s2.doc, other);
+});
+
+test("the protocol's diff example plays 5-0 on the spinner", () => {
+  const before = seatedAtV12();
+  const frozen = JSON.stringify(before.doc);
+  const s = reduce(before, clone(fx.diff_v13));
+  assert.equal(s.v, 13);
+  assert.equal(s.doc.v, 13);
+  assert.equal(s.doc.game.turn, 0);
+  assert.deepEqual(s.doc.game.scores, [10, 15]);
+  assert.deepEqual(s.doc.game.hand_counts, [6, 6]);
+  assert.equal(s.doc.game.layout.length, 2);
+  assert.deepEqual(s.doc.game.layout[1],
+    { tile: "5-0", parent: 0, side: "R", inner: 5, spinner: false });
+  assert.equal(s.doc.game.end_total, 5);
+  assert.equal(s.doc.game.history.at(-1).points, 15);
+  assert.deepEqual(s.doc.game.legal, [{ play: "0-0", on: "5-0" }]);
+  assert.equal(s.ev[0].type, "play");
+  // the previous document is untouched (copy-on-write) and unchanged parts are shared
+  assert.equal(JSON.stringify(before.doc), frozen);
+  assert.equal(s.doc.table, before.doc.table);
+  assert.equal(s.doc.game.hand, before.doc.game.hand);
+});
+
+test("each op kind: set, append, delete, truncate, whole-document set", () => {
+  const doc = { a: { b: [1, 2, 3], c: "x" }, l: [{ k: 1 }, { k: 2 }] };
+  assert.deepEqual(applyOps(doc, [["=", ["a", "c"], "y"]]).a.c, "y");
+  assert.deepEqual(applyOps(doc, [["=", ["a", "new"], 7]]).a.new, 7);
+  assert.deepEqual(applyOps(doc, [["+", ["a", "b"], [4, 5]]]).a.b, [1, 2, 3, 4, 5]);
+  assert.deepEqual(applyOps(doc, [["-", ["a", "c"]]]).a, { b: [1, 2, 3] });
+  assert.deepEqual(applyOps(doc, [["~", ["a", "b"], 1]]).a.b, [1]);
+  assert.deepEqual(applyOps(doc, [["=", ["l", 1, "k"], 9]]).l, [{ k: 1 }, { k: 9 }]);
+  assert.deepEqual(applyOps(doc, [["=", [], { z: 1 }]]), { z: 1 });
+  // ops apply in order: truncate then append
+  assert.deepEqual(applyOps(doc, [["~", ["a", "b"], 0], ["+", ["a", "b"], [8]]]).a.b, [8]);
+  assert.deepEqual(doc.a.b, [1, 2, 3], "input not mutated");
+});
+
+test("an op on a missing path is an error, not a silent change", () => {
+  const doc = { a: { b: [1] } };
+  assert.throws(() => applyOps(doc, [["+", ["a", "zz"], [1]]]));
+  assert.throws(() => applyOps(doc, [["=", ["nope", "x"], 1]]));
+  assert.throws(() => applyOps(doc, [["?", ["a"], 1]]));
+});
+
+test("duplicate versions are dropped", () => {
+  const s13 = reduce(seatedAtV12(), clone(fx.diff_v13));
+  const again = reduce(s13, clone(fx.diff_v13));
+  assert.equal(again.v, 13);
+  assert.equal(again.doc, s13.doc);
+  assert.equal(again.doc.game.layout.length, 2, "5-0 not appended twice");
+  assert.equal(again.duplicates, 1);
+  const old = reduce(s13, { t: "diff", v: 5, ops: [["=", ["game", "turn"], 1]], ev: [] });
+  assert.equal(old.doc.game.turn, 0);
+});
+
+test("a gap is detected, the diff is not applied, and the gap clears when filled", () => {
+  const s12 = seatedAtV12();
+  const gapped = reduce(s12, { t: "diff", v: 14, ops: [["=", ["v"], 14]], ev: [] });
+  assert.equal(gapped.v, 12);
+  assert.equal(gapped.gap, 12, "asks for everything after 12");
+  assert.equal(sinceVersion(gapped), 12);
+  const filled = reduce(gapped, clone(fx.diff_v13));
+  assert.equal(filled.v, 13);
+  assert.equal(filled.gap, null);
+  const next = reduce(filled, { t: "diff", v: 14, ops: [["=", ["v"], 14]], ev: [] });
+  assert.equal(next.v, 14);
+});
+
+test("a diff that does not fit the document is treated as a gap", () => {
+  const s12 = seatedAtV12();
+  const bad = reduce(s12, { t: "diff", v: 13, ops: [["+", ["game", "missing"], [1]]], ev: [] });
+  assert.equal(bad.v, 12);
+  assert.equal(bad.gap, 12);
+  assert.equal(bad.doc, s12.doc);
+});
+
+test("a diff before any snapshot is ignored", () => {
+  const s = reduce(initialState("k3f9x2"), clone(fx.diff_v13));
+  assert.equal(s.doc, null);
+  assert.equal(sinceVersion(s), null);
+});
+
+test("accepted clears the pending move", () => {
+  let s = seatedAtV12();
+  s = reduce(s, { t: "local/move", id: "m17", v: 12, move: fx.move_play.move });
+  assert.equal(s.pending.id, "m17");
+  assert.equal(canMove(s), false, "no second move while one is pending");
+  s = reduce(s, clone(fx.diff_v13));
+  s = reduce(s, clone(fx.accepted));
+  assert.equal(s.pending, null);
+  assert.equal(s.rejected, null);
+});
+
+test("rejected clears the pending move and keeps the code and message", () => {
+  let s = seatedAtV12();
+  s = reduce(s, { t: "local/move", id: "m17", v: 12, move: fx.move_play.move });
+  s = reduce(s, clone(fx.rejected));
+  assert.equal(s.pending, null);
+  assert.deepEqual(s.rejected,
+    { id: "m17", code: "not_playable", message: "6-2 does not match any open end" });
+  assert.equal(s.v, 12, "a rejection changes no document");
+  s = reduce(s, { t: "local/dismiss" });
+  assert.equal(s.rejected, null);
+});
+
+test("an answer to another move id leaves the pending move alone", () => {
+  let s = seatedAtV12();
+  s = reduce(s, { t: "local/move", id: "m18", v: 12, move: { draw: true } });
+  assert.equal(reduce(s, clone(fx.accepted)).pending.id, "m18");
+  assert.equal(reduce(s, clone(fx.rejected)).pending.id, "m18");
+});
+
+test("error, chat and presence frames", () => {
+  let s = seatedAtV12();
+  s = reduce(s, clone(fx.error));
+  assert.equal(s.error.code, "bad_message");
+  s = reduce(s, clone(fx.chat));
+  assert.deepEqual(s.chat, [{ seat: 0, name: "ann", text: "gg", ts: 1764470000123 }]);
+  s = reduce(s, clone(fx.presence));
+  assert.deepEqual(s.presence, [true, false]);
+  for (let i = 0; i < 150; i++) s = reduce(s, { ...fx.chat, text: `m${i}` });
+  assert.equal(s.chat.length, 100);
+  assert.equal(s.chat.at(-1).text, "m149");
+});
+
+test("legal plays grouped by tile, and whose move it is", () => {
+  const s13 = reduce(seatedAtV12(), clone(fx.diff_v13));
+  assert.equal(canMove(s13), true);
+  assert.deepEqual(playsByTile(s13.doc.game), { "0-0": ["5-0"] });
+  const game = { legal: [{ play: "5-3", on: "5-5" }, { play: "5-3", on: "3-1" },
+    { play: "6-6" }, { draw: true }] };
+  assert.deepEqual(playsByTile(game), { "5-3": ["5-5", "3-1"], "6-6": [null] });
+  const spectator = { ...s13, seat: null };
+  assert.equal(canMove(spectator), false);
+});
+
+test("connection state is a local action", () => {
+  let s = reduce(initialState("k3f9x2"), { t: "local/conn", status: "reconnecting" });
+  assert.equal(s.conn, "reconnecting");
+  s = reduce(s, { t: "local/conn", status: "online" });
+  assert.equal(s.conn, "online");
+});
