@@ -1,0 +1,1 @@
+"""The dominoes service: Redis-backed tables, websocket and HTTP glue around `engine`."""

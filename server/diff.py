@@ -1,0 +1,163 @@
+"""Generic diff and patch of plain data (dict/list/str/int/float/bool/None/bytes).
+
+Implements the document diff of the wire protocol: a diff is a list of ops applied in order:
+
+- ``["=", path, value]`` set the value at path (``[]`` = the whole document)
+- ``["+", path, [items...]]`` append items to the list at path
+- ``["-", path]`` delete the map key at path
+- ``["~", path, n]`` truncate the list at path to length n
+
+A path is a list of map keys and list indices. Knows nothing of games; imports no project module.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import msgpack
+
+Op = list[Any]
+Path = list[str | int]
+
+
+def same(a: object, b: object) -> bool:
+    """Deep equality that also tells apart types Python's ``==`` merges (True/1, 1/1.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        if a.keys() != b.keys():
+            return False
+        return all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        assert isinstance(b, list)
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def diff(old: object, new: object) -> list[Op]:
+    """The ops that turn ``old`` into ``new`` (empty when they are the same)."""
+    ops: list[Op] = []
+    _diff(old, new, [], ops)
+    return ops
+
+
+def _size(ops: list[Op]) -> int:
+    return len(msgpack.packb(ops))
+
+
+def _diff(old: object, new: object, path: Path, ops: list[Op]) -> None:
+    if same(old, new):
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in old:
+            if key not in new:
+                ops.append(["-", [*path, key]])
+        for key, value in new.items():
+            if key in old:
+                _diff(old[key], value, [*path, key], ops)
+            else:
+                ops.append(["=", [*path, key], value])
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        ops.extend(_diff_list(old, new, path))
+        return
+    ops.append(["=", path, new])
+
+
+def _diff_list(old: list[Any], new: list[Any], path: Path) -> list[Op]:
+    n_old, n_new = len(old), len(new)
+    if n_new > n_old and same(old, new[:n_old]):
+        return [["+", path, new[n_old:]]]
+    ops: list[Op] = []
+    if n_new < n_old:
+        ops.append(["~", path, n_new])
+    for i in range(min(n_old, n_new)):
+        _diff(old[i], new[i], [*path, i], ops)
+    if n_new > n_old:
+        ops.append(["+", path, new[n_old:]])
+    whole: list[Op] = [["=", path, new]]
+    # Element-wise changes can cost more than sending the list again (a tile taken from
+    # the middle of a hand shifts every later element): keep whichever encodes shorter.
+    return whole if _size(whole) <= _size(ops) else ops
+
+
+class PatchError(ValueError):
+    """An op that does not fit the document it is applied to."""
+
+
+def apply_ops(doc: object, ops: Sequence[Sequence[Any]]) -> Any:
+    """Apply ops to a copy of ``doc`` and return it (the input is never changed)."""
+    result = copy.deepcopy(doc)
+    for op in ops:
+        result = _apply(result, op)
+    return result
+
+
+def _parent(doc: Any, path: Sequence[Any]) -> tuple[Any, Any]:
+    if not path:
+        raise PatchError("this op needs a non-empty path")
+    node = doc
+    for key in path[:-1]:
+        node = _child(node, key)
+    return node, path[-1]
+
+
+def _child(node: Any, key: Any) -> Any:
+    try:
+        if isinstance(node, dict):
+            return node[key]
+        if isinstance(node, list) and isinstance(key, int) and not isinstance(key, bool):
+            if key < 0:
+                raise IndexError(key)
+            return node[key]
+    except (KeyError, IndexError) as exc:
+        raise PatchError(f"no element {key!r} on the path") from exc
+    raise PatchError(f"cannot step into {type(node).__name__} with {key!r}")
+
+
+def _target(doc: Any, path: Sequence[Any]) -> Any:
+    node = doc
+    for key in path:
+        node = _child(node, key)
+    return node
+
+
+def _apply(doc: Any, op: Sequence[Any]) -> Any:
+    if not isinstance(op, Sequence) or isinstance(op, str | bytes) or len(op) < 2:
+        raise PatchError(f"malformed op {op!r}")
+    kind, path = op[0], op[1]
+    if not isinstance(path, Sequence) or isinstance(path, str | bytes):
+        raise PatchError(f"malformed path {path!r}")
+    if kind == "=" and len(op) == 3:
+        if not path:
+            return op[2]
+        parent, key = _parent(doc, path)
+        if isinstance(parent, dict):
+            parent[key] = op[2]
+        else:
+            _child(parent, key)
+            parent[key] = op[2]
+        return doc
+    if kind == "+" and len(op) == 3:
+        target = _target(doc, path)
+        if not isinstance(target, list) or not isinstance(op[2], list):
+            raise PatchError("'+' appends a list to a list")
+        target.extend(op[2])
+        return doc
+    if kind == "-" and len(op) == 2:
+        parent, key = _parent(doc, path)
+        if not isinstance(parent, dict) or key not in parent:
+            raise PatchError(f"no map key {key!r} to delete")
+        del parent[key]
+        return doc
+    if kind == "~" and len(op) == 3:
+        target = _target(doc, path)
+        n = op[2]
+        if not isinstance(target, list) or not isinstance(n, int) or not 0 <= n <= len(target):
+            raise PatchError("'~' truncates a list to at most its length")
+        del target[n:]
+        return doc
+    raise PatchError(f"unknown op {op!r}")

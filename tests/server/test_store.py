@@ -1,0 +1,174 @@
+"""The Redis layout and the atomic commit script, on a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis.asyncio
+from redis.crc import key_slot
+
+from server.store import DEADLINES, Store, TableKeys
+from tests.support.redis_server import RedisServer
+
+
+def frames(v: int) -> dict[str, bytes]:
+    return {"0": b"seat0-%d" % v, "1": b"seat1-%d" % v, "s": b"spec-%d" % v}
+
+
+async def test_first_commit_creates_the_table_at_version_one(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    assert await store.load("abcd12") is None
+    result = await store.commit("abcd12", 0, b"state1", b"meta1", frames(1))
+    assert result == ("ok", 1)
+    assert await store.load("abcd12") == (1, b"state1")
+    assert await store.meta("abcd12") == b"meta1"
+
+
+async def test_every_key_of_a_table_shares_its_hash_tag(redis_client: redis.asyncio.Redis) -> None:
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s", b"m", frames(1), client=(0, "m1"),
+                       token=("set", 0, "ff" * 32))
+    keys = sorted(k.decode() for k in await redis_client.keys("*"))
+    assert keys == ["t:{abcd12}:c:0:m1", "t:{abcd12}:log", "t:{abcd12}:meta", "t:{abcd12}:state",
+                    "t:{abcd12}:tok", "t:{abcd12}:v"]
+    slots = {key_slot(k.encode()) for k in keys}
+    assert len(slots) == 1
+
+
+async def test_commit_against_an_old_version_is_stale_and_changes_nothing(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s1", b"m1", frames(1))
+    await store.commit("abcd12", 1, b"s2", b"m2", frames(2))
+    assert await store.commit("abcd12", 1, b"bad", b"bad", frames(9)) == ("stale", 2)
+    assert await store.commit("abcd12", 0, b"bad", b"bad", frames(9)) == ("stale", 2)
+    assert await store.load("abcd12") == (2, b"s2")
+    assert await store.meta("abcd12") == b"m2"
+    assert await redis_client.xlen(TableKeys("abcd12").stream) == 2
+
+
+async def test_a_retried_client_id_returns_the_version_first_accepted(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s1", b"m", frames(1))
+    assert await store.commit("abcd12", 1, b"s2", b"m", frames(2), client=(1, "m7")) == ("ok", 2)
+    assert await store.commit("abcd12", 1, b"s2", b"m", frames(2), client=(1, "m7")) == ("dup", 2)
+    assert await store.commit("abcd12", 2, b"s3", b"m", frames(3), client=(1, "m7")) == ("dup", 2)
+    assert await store.client_version("abcd12", 1, "m7") == 2
+    # The same id from another seat is another message.
+    assert await store.commit("abcd12", 2, b"s3", b"m", frames(3), client=(0, "m7")) == ("ok", 3)
+    ttl = await redis_client.pttl(TableKeys("abcd12").client(1, "m7"))
+    assert ttl > 0
+
+
+async def test_concurrent_commits_on_one_version_let_exactly_one_win(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s1", b"m", frames(1))
+    results = await asyncio.gather(
+        *(store.commit("abcd12", 1, b"s-%d" % i, b"m", frames(2)) for i in range(20))
+    )
+    assert sorted(r.outcome for r in results) == ["ok"] + ["stale"] * 19
+    winner = next(i for i, r in enumerate(results) if r.outcome == "ok")
+    assert await store.load("abcd12") == (2, b"s-%d" % winner)
+
+
+async def test_token_hashes_are_set_and_removed_with_the_commit(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s", b"m", frames(1), token=("set", 1, "ab" * 32))
+    assert await store.token_hashes("abcd12") == {1: "ab" * 32}
+    await store.commit("abcd12", 1, b"s", b"m", frames(2), token=("del", 1, ""))
+    assert await store.token_hashes("abcd12") == {}
+
+
+async def test_frames_since_returns_each_missing_version_for_one_audience(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    for v in range(1, 6):
+        await store.commit("abcd12", v - 1, b"s", b"m", frames(v))
+    assert await store.frames_since("abcd12", "1", 2) == [
+        (3, b"seat1-3"), (4, b"seat1-4"), (5, b"seat1-5")]
+    assert await store.frames_since("abcd12", "s", 0) == [(v, b"spec-%d" % v) for v in range(1, 6)]
+    assert await store.frames_since("abcd12", "s", 5) == []
+    assert await store.frames_since("abcd12", "s", 6) is None
+    assert await store.frames_since("abcd12", "3", 2) is None
+    assert await store.frames_since("nosuch", "s", 0) is None
+
+
+async def test_trimmed_history_answers_none_beyond_what_is_kept(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client, history_limit=3)
+    for v in range(1, 8):
+        await store.commit("abcd12", v - 1, b"s", b"m", frames(v))
+    assert await store.frames_since("abcd12", "0", 4) == [
+        (5, b"seat0-5"), (6, b"seat0-6"), (7, b"seat0-7")]
+    assert await store.frames_since("abcd12", "0", 3) is None
+
+
+async def test_commit_publishes_the_new_version(redis_client: redis.asyncio.Redis) -> None:
+    store = Store(redis_client)
+    pubsub = redis_client.pubsub()
+    await pubsub.subscribe(TableKeys("abcd12").channel)
+    await pubsub.get_message(timeout=1.0)  # subscription confirmation
+    await store.commit("abcd12", 0, b"s", b"m", frames(1))
+    await store.commit("abcd12", 1, b"s", b"m", frames(2))
+    got = []
+    while len(got) < 2:
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
+        if message is not None:
+            got.append(message["data"])
+    assert got == [b"1", b"2"]
+    await pubsub.aclose()
+
+
+async def test_commit_survives_a_restarted_redis_with_an_empty_script_cache() -> None:
+    with RedisServer() as server:
+        client = redis.asyncio.Redis.from_url(server.url)
+        store = Store(client)
+        await store.commit("abcd12", 0, b"s1", b"m", frames(1))
+        server.restart()
+        assert await store.load("abcd12") == (1, b"s1")
+        # Redis before 7 keeps loaded scripts in the AOF; empty the cache as a new one would be.
+        await client.script_flush()
+        assert await client.script_exists(store._commit.sha) == [False]
+        assert await store.commit("abcd12", 1, b"s2", b"m", frames(2)) == ("ok", 2)
+        server.kill()
+        server.start()
+        assert await store.load("abcd12") == (2, b"s2")
+        assert await store.frames_since("abcd12", "0", 0) == [(1, b"seat0-1"), (2, b"seat0-2")]
+        await client.aclose()
+
+
+async def test_deadline_entries_move_with_the_version(redis_client: redis.asyncio.Redis) -> None:
+    store = Store(redis_client)
+    await store.schedule("abcd12", None, 1, 1000)
+    await store.schedule("abcd12", 1, 2, 2000)
+    await store.schedule("efgh34", None, 4, 1500)
+    assert await redis_client.zrange(DEADLINES, 0, -1, withscores=True) == [
+        (b"efgh34:4", 1500.0), (b"abcd12:2", 2000.0)]
+    assert await store.due(1600) == [("efgh34", 4)]
+    assert await store.next_due_ms() == 1500
+    await store.schedule("abcd12", 2, 3, None)
+    await store.unschedule("efgh34", 4)
+    assert await redis_client.zcard(DEADLINES) == 0
+
+
+async def test_lease_is_held_by_one_owner_until_released(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    assert await store.acquire_lease("abcd12", "a", 5000)
+    assert not await store.acquire_lease("abcd12", "b", 5000)
+    await store.release_lease("abcd12", "b")
+    assert not await store.acquire_lease("abcd12", "b", 5000)
+    await store.release_lease("abcd12", "a")
+    assert await store.acquire_lease("abcd12", "b", 5000)

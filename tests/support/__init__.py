@@ -1,0 +1,1 @@
+"""Test support shared by the server, websocket and browser tests (real processes, no fakes)."""
