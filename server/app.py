@@ -1,0 +1,114 @@
+"""The Starlette application: routes declared as data and a lifespan that owns shared resources.
+
+Owns: wiring. The lifespan holds the Redis client, the TableService, the hub and the deadline
+loop; on shutdown it closes every socket with 1001 (tables stay in Redis, so every client can
+resume). Must not import the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from starlette.applications import Starlette
+from starlette.routing import Mount, Route, WebSocketRoute
+
+from server import lobby, logs
+from server.connection import Close
+from server.hub import Hub
+from server.limits import AddressBudget
+from server.metrics import Metrics
+from server.redis_embedded import RedisProcess
+from server.settings import Settings
+from server.tables import TableService
+from server.ws import websocket_endpoint
+
+
+def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
+    return [
+        Route("/healthz", lobby.healthz, methods=["GET"]),
+        Route("/metrics", lobby.metrics, methods=["GET"]),
+        Route("/api/tables", lobby.create_table, methods=["POST"]),
+        Route("/api/tables", lobby.list_tables, methods=["GET"]),
+        Route("/api/tables/{table_id}", lobby.table_summary, methods=["GET"]),
+        Route("/api/tables/{table_id}/join", lobby.join_table, methods=["POST"]),
+        Route("/api/tables/{table_id}/leave", lobby.leave_table, methods=["POST"]),
+        Route("/api/tables/{table_id}/transcript", lobby.transcript, methods=["GET"]),
+        Route("/api/tables/{table_id}/replay", lobby.replay, methods=["GET"]),
+        WebSocketRoute("/ws", websocket_endpoint),
+        Mount("/", app=lobby.StaticClient(settings.static_dir)),
+    ]
+
+
+def redis_client(url: str) -> aioredis.Redis:
+    return aioredis.Redis.from_url(
+        url,
+        decode_responses=False,
+        socket_connect_timeout=2.0,
+        health_check_interval=10,
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+    )
+
+
+async def going_away(app: Starlette, grace_s: float = 2.0) -> None:
+    """Close every socket with 1001 and wait (briefly) for the writers to finish."""
+    hub: Hub | None = getattr(app.state, "hub", None)
+    if hub is None:
+        return
+    hub.close_all(Close.GOING_AWAY, "server going away")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace_s
+    while hub.tables and loop.time() < deadline:  # noqa: ASYNC110 - bounded poll of a dict many tasks change
+        await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    embedded: RedisProcess | None = None
+    url = settings.redis_url
+    if url is None:
+        embedded = RedisProcess(settings.data_dir / "redis")
+        url = await asyncio.to_thread(embedded.start)
+    redis = redis_client(url)
+    metrics: Metrics = app.state.metrics
+    service = TableService(redis, bot_delay_ms=settings.bot_delay_ms)
+    process_id = uuid.uuid4().hex[:12]
+    hub = Hub(redis, service, metrics, settings, process_id)
+    app.state.redis, app.state.service, app.state.hub = redis, service, hub
+    app.state.bad_tokens = AddressBudget(settings.bad_token_rate)
+    stop = asyncio.Event()
+    logs.event("started", process=process_id, redis="embedded" if embedded else "external")
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(hub.run(stop))
+            group.create_task(service.run_deadlines(stop))
+            try:
+                yield
+            finally:
+                await going_away(app)
+                stop.set()
+    finally:
+        await redis.aclose()
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+        logs.event("stopped", process=process_id)
+
+
+def create_app(settings: Settings | None = None) -> Starlette:
+    settings = settings or Settings.from_env()
+    logs.configure(settings.log_level)
+    logging.getLogger("uvicorn.error").setLevel(settings.log_level)
+    app = Starlette(routes=routes(settings), lifespan=lifespan)
+    app.state.settings = settings
+    app.state.metrics = Metrics()
+    return app

@@ -1,0 +1,64 @@
+"""Prometheus metrics of one server process (a registry per app, so tests can build many apps).
+
+Owns: metric names and the `/metrics` rendering. Must not import the rest of the server.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5)
+
+
+class Metrics:
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.moves_accepted = Counter(
+            "dominoes_moves_accepted", "Moves accepted and committed", registry=r
+        )
+        self.moves_rejected = Counter(
+            "dominoes_moves_rejected", "Moves rejected, by code", ["code"], registry=r
+        )
+        self.ack_seconds = Histogram(
+            "dominoes_ack_seconds",
+            "Move frame received to accepted/rejected queued",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.fanout_seconds = Histogram(
+            "dominoes_fanout_seconds",
+            "New version known to this process to its frames queued on every local socket",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.connections = Gauge("dominoes_connections", "Open websocket connections", registry=r)
+        self.tables = Gauge("dominoes_local_tables", "Tables with local connections", registry=r)
+        self.snapshots = Counter(
+            "dominoes_snapshots", "Snapshots sent, by reason", ["reason"], registry=r
+        )
+        self.resyncs = Counter("dominoes_resyncs", "Sync requests from clients", registry=r)
+        self.send_queue_depth = Histogram(
+            "dominoes_send_queue_depth",
+            "Frames waiting in a connection's send queue when a frame is queued",
+            buckets=(0, 1, 2, 4, 8, 16, 32, 64, 128),
+            registry=r,
+        )
+        self.redis_errors = Counter("dominoes_redis_errors", "Redis errors seen", registry=r)
+        self.closes = Counter(
+            "dominoes_ws_closes", "Connections closed by the server, by code", ["code"], registry=r
+        )
+        self.bad_messages = Counter(
+            "dominoes_bad_messages", "Client frames answered with an error", ["code"], registry=r
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

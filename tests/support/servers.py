@@ -1,0 +1,239 @@
+"""The real service as a subprocess, and a websocket test client that speaks the protocol.
+
+``ServiceProcess(redis_url)`` runs ``python -m server`` on a free port and waits for /healthz:
+``.url``, ``.ws_url``, ``.stop()`` (SIGTERM), ``.kill()`` (SIGKILL), ``.restart()``.
+``GameClient`` is an async client (websockets + msgpack) that keeps its document in sync with
+``server.diff.apply_ops`` and records every byte it receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import websockets
+
+from server.diff import apply_ops
+from server.redis_embedded import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class ServiceProcess:
+    def __init__(
+        self, redis_url: str, *, port: int | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        self.redis_url = redis_url
+        self.port = port or free_port()
+        self.extra_env = env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = Path(tempfile.mkstemp(prefix="dominoes-server-", suffix=".log")[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 20.0) -> ServiceProcess:
+        env = {
+            **os.environ,
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
+            "REDIS_URL": self.redis_url,
+            "BOT_DELAY_MS": "0",
+            "LOG_LEVEL": "WARNING",
+            "PYTHONWARNINGS": "ignore",
+            **self.extra_env,
+        }
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "server"], cwd=REPO, env=env, stdout=log, stderr=log
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{self.log()}")
+            if self.healthy():
+                return self
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"server did not become healthy:\n{self.log()}")
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/healthz", timeout=1) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM and wait: the graceful shutdown."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL: a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self) -> ServiceProcess:
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> ServiceProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self.log_path.unlink(missing_ok=True)
+
+
+class ProtocolError(AssertionError):
+    """The server broke the protocol as the client sees it (a gap, a diff before a snapshot)."""
+
+
+class GameClient:
+    """One websocket connection as a client program would hold it."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, socket: Any) -> None:
+        self.socket = socket
+        self.doc: dict[str, Any] | None = None
+        self.v: int | None = None
+        self.seat: int | None = None
+        self.raw: list[bytes] = []  # every frame received, as bytes
+        self.messages: list[dict[str, Any]] = []
+        self.pending: list[dict[str, Any]] = []
+
+    @classmethod
+    async def connect(cls, ws_url: str, **kwargs: Any) -> GameClient:
+        kwargs.setdefault("max_size", 2**24)
+        socket = await websockets.connect(ws_url, **kwargs)
+        return cls(socket)
+
+    async def close(self) -> None:
+        await self.socket.close()
+
+    async def send(self, message: Any) -> None:
+        await self.socket.send(msgpack.packb(message))
+
+    async def send_raw(self, data: bytes | str) -> None:
+        await self.socket.send(data)
+
+    async def recv(self, wait_s: float = 10.0) -> dict[str, Any]:
+        """The next message, applied to the document (snapshots and diffs)."""
+        if self.pending:
+            return self.pending.pop(0)
+        data = await asyncio.wait_for(self.socket.recv(), wait_s)
+        assert isinstance(data, bytes), "the server sends binary frames only"
+        self.raw.append(data)
+        message = msgpack.unpackb(data, raw=False)
+        self.messages.append(message)
+        self._apply(message)
+        return message
+
+    def _apply(self, message: dict[str, Any]) -> None:
+        kind = message.get("t")
+        if kind == "welcome":
+            self.seat = message["seat"]
+        elif kind == "snapshot":
+            self.doc, self.v = message["doc"], message["v"]
+        elif kind == "diff":
+            if self.v is None or self.doc is None:
+                raise ProtocolError(f"diff {message['v']} before any snapshot")
+            if message["v"] <= self.v:
+                return
+            if message["v"] != self.v + 1:
+                raise ProtocolError(f"gap: holding {self.v}, got diff {message['v']}")
+            self.doc = apply_ops(self.doc, message["ops"])
+            self.v = message["v"]
+
+    async def recv_until(self, kind: str, wait_s: float = 10.0, **match: Any) -> dict[str, Any]:
+        """Read (and apply) messages until one of type `kind` with the given fields."""
+        deadline = asyncio.get_running_loop().time() + wait_s
+        while True:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise TimeoutError(f"no {kind} {match} within {wait_s}s")
+            message = await self.recv(left)
+            if message.get("t") == kind and all(message.get(k) == v for k, v in match.items()):
+                return message
+
+    async def hello(
+        self,
+        table: str,
+        token: str | None = None,
+        since: int | None = None,
+        *,
+        doc: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Send hello and read up to the welcome (and the snapshot, when one is due)."""
+        if doc is not None:
+            self.doc, self.v = doc, since
+        await self.send({"t": "hello", "proto": 1, "table": table, "token": token, "since": since})
+        first = await self.recv()
+        if first["t"] != "welcome":
+            return first
+        if since is None:
+            await self.recv_until("snapshot")
+        return first
+
+    async def wait_version(self, version: int, wait_s: float = 10.0) -> None:
+        deadline = asyncio.get_running_loop().time() + wait_s
+        while self.v is None or self.v < version:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise TimeoutError(f"still at version {self.v}, waiting for {version}")
+            await self.recv(left)
+
+    async def move(
+        self, move: dict[str, Any], v: int | None = None, client_id: str | None = None
+    ) -> dict[str, Any]:
+        """Send a move and read until its accepted/rejected (diffs on the way are applied)."""
+        client_id = client_id or f"m{next(self._ids)}"
+        await self.send(
+            {"t": "move", "id": client_id, "v": self.v if v is None else v, "move": move}
+        )
+        while True:
+            message = await self.recv()
+            if message.get("t") in ("accepted", "rejected") and message.get("id") == client_id:
+                return message
+
+    @property
+    def game(self) -> dict[str, Any]:
+        assert self.doc is not None
+        return dict(self.doc["game"] or {})
+
+    def my_turn(self) -> bool:
+        return bool(self.doc and self.doc["game"] and self.doc["game"]["turn"] == self.seat)
