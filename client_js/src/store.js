@@ -133,6 +133,8 @@ export function reduce(state, msg) {
       return { ...state, conn: msg.status, welcomed: msg.status === "online" && state.welcomed };
     case "local/move":
       return { ...state, pending: { id: msg.id, v: msg.v, move: msg.move }, rejected: null };
+    case "local/unpend":
+      return { ...state, pending: null };
     case "local/dismiss":
       return { ...state, rejected: null, error: null };
     default:

@@ -167,3 +167,9 @@ test("connection state is a local action", () => {
   s = reduce(s, { t: "local/conn", status: "online" });
   assert.equal(s.conn, "online");
 });
+
+test("a pending move can be dropped locally (superseded after a resume)", () => {
+  let s = reduce(seatedAtV12(), { t: "local/move", id: "m1", v: 12, move: { draw: true } });
+  s = reduce(s, { t: "local/unpend" });
+  assert.equal(s.pending, null);
+});

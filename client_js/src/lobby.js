@@ -1,0 +1,178 @@
+/**
+ * The lobby page (#/): create a table (preset, players, bot seats, clock, privacy),
+ * list open and live tables, join a seat or watch. Talks to the server only through
+ * api.js; the game itself happens on the table page.
+ */
+import { api, playerName, saveSeat, savedSeat, setPlayerName } from "./api.js";
+import { el, esc } from "./view/dom.js";
+
+/** Presets of the rules (docs/notation.md); names are what the server accepts. */
+export const PRESETS = [
+  ["all-fives", "All Fives"],
+  ["all-fives-bga", "All Fives (BGA scoring)"],
+  ["all-fives-classic", "All Fives (classic)"],
+  ["all-fives-pagat", "All Fives (pagat)"],
+  ["dominoesstars", "All Fives (DominoesStars)"],
+  ["muggins", "Muggins"],
+  ["five-up", "Five Up"],
+  ["all-threes", "All Threes"],
+  ["fives-and-threes", "Fives and Threes"],
+  ["bergen", "Bergen"],
+  ["double-bergen", "Double Bergen"],
+  ["block", "Block"],
+  ["draw", "Draw"],
+  ["block-penalty", "Block (penalty)"],
+];
+const LEVELS = ["random", "greedy", "strong"];
+const presetLabel = (rules) => {
+  const name = typeof rules === "string" ? rules : rules?.preset ?? "all-fives";
+  return PRESETS.find(([n]) => n === name)?.[1] ?? name;
+};
+
+/** Renders the lobby into `root`; returns a function that stops its refresh timer. */
+export function showLobby(root) {
+  const listBox = el("div", { class: "table-list", "aria-live": "polite" }, "Loading tables…");
+  const form = createForm();
+  root.replaceChildren(el("div", { class: "lobby" },
+    el("section", { class: "panel create" }, el("h1", {}, "New table"), form),
+    el("section", { class: "panel tables" },
+      el("h2", {}, "Tables"), listBox,
+      el("button", { type: "button", class: "ghost", onclick: () => refresh() }, "Refresh"))));
+  let stopped = false;
+  async function refresh() {
+    try {
+      const { tables } = await api.listTables();
+      if (!stopped) renderList(listBox, tables ?? []);
+    } catch (e) {
+      if (!stopped) listBox.textContent = `Could not load tables: ${e.message}`;
+    }
+  }
+  refresh();
+  const timer = setInterval(refresh, 4000);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+}
+
+function createForm() {
+  const seatsBox = el("div", { class: "seat-choices" });
+  const clockExtra = el("div", { class: "clock-extra" });
+  const form = el("form", { class: "create-form", "aria-label": "create a table" },
+    field("Your name", el("input", { name: "player", required: true, maxlength: 24,
+      value: playerName(), autocomplete: "nickname" })),
+    field("Table name", el("input", { name: "name", maxlength: 40, placeholder: "Friday fives" })),
+    field("Game", el("select", { name: "preset" },
+      PRESETS.map(([v, label]) => el("option", { value: v }, label)))),
+    field("Players", el("select", { name: "players", onchange: () => drawSeats() },
+      [2, 3, 4].map((n) => el("option", { value: n }, `${n} players`)))),
+    seatsBox,
+    field("Clock", el("select", { name: "clock", onchange: () => drawClock() },
+      el("option", { value: "none" }, "No clock"),
+      el("option", { value: "realtime" }, "Real time"),
+      el("option", { value: "turn" }, "Turn based (days)"))),
+    clockExtra,
+    el("label", { class: "check" }, el("input", { type: "checkbox", name: "private" }),
+      " Private (invite link only)"),
+    el("p", { class: "form-error", role: "alert" }),
+    el("button", { type: "submit", class: "primary" }, "Create and sit down"));
+
+  function drawSeats() {
+    const n = Number(form.players.value);
+    seatsBox.replaceChildren(...Array.from({ length: n - 1 }, (_, i) => field(`Seat ${i + 2}`,
+      el("select", { name: `seat${i + 1}`, class: "seat-kind" },
+        el("option", { value: "human" }, "Open for a player"),
+        LEVELS.map((l) => el("option", { value: l, selected: l === "greedy" && i === 0 },
+          `Bot (${l})`))))));
+  }
+  function drawClock() {
+    const kind = form.clock.value;
+    const num = (name, label, value, max) => field(label,
+      el("input", { name, type: "number", min: 1, max, value, inputmode: "numeric" }));
+    const timeout = field("When time runs out", el("select", { name: "on_timeout" },
+      el("option", { value: "bot" }, "a bot plays the turn"),
+      el("option", { value: "forfeit" }, "the game is forfeited")));
+    clockExtra.replaceChildren(...(kind === "realtime"
+      ? [num("move_s", "Seconds per move", 30, 600), num("reserve_s", "Reserve (seconds)", 120, 3600), timeout]
+      : kind === "turn"
+        ? [num("move_h", "Hours per move", 24, 240), num("max_h", "Most hours banked", 72, 720), timeout]
+        : []));
+  }
+  drawSeats();
+  drawClock();
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const error = form.querySelector(".form-error");
+    error.textContent = "";
+    const players = Number(form.players.value);
+    const bots = {};
+    for (let i = 1; i < players; i++) {
+      const kind = form[`seat${i}`].value;
+      if (kind !== "human") bots[String(i)] = kind;
+    }
+    const kind = form.clock.value;
+    const clock = kind === "realtime"
+      ? { kind, move_s: Number(form.move_s.value), reserve_s: Number(form.reserve_s.value) }
+      : kind === "turn"
+        ? { kind, move_h: Number(form.move_h.value), max_h: Number(form.max_h.value) }
+        : null;
+    const name = form.player.value.trim();
+    setPlayerName(name);
+    const spec = {
+      rules: form.preset.value, players, bots, clock, private: form.private.checked,
+      name: form.name.value.trim() || `${name}'s table`,
+    };
+    if (clock) spec.on_timeout = form.on_timeout.value;
+    const button = form.querySelector("button[type=submit]");
+    button.disabled = true;
+    try {
+      const { id, invite } = await api.createTable(spec);
+      const joined = await api.join(id, 0, name, invite);
+      saveSeat(id, { seat: joined.seat, token: joined.token, name });
+      location.hash = `#/t/${id}${invite ? `?invite=${encodeURIComponent(invite)}` : ""}`;
+    } catch (err) {
+      error.textContent = err.message || "Could not create the table.";
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return form;
+}
+
+function field(label, input) {
+  return el("label", { class: "field" }, el("span", {}, label), input);
+}
+
+function renderList(box, tables) {
+  if (tables.length === 0) {
+    box.replaceChildren(el("p", { class: "muted" }, "No open tables. Create one!"));
+    return;
+  }
+  const open = tables.filter((t) => t.status === "waiting");
+  const live = tables.filter((t) => t.status !== "waiting");
+  const row = (t) => {
+    const seats = t.seats ?? [];
+    const names = seats.map((s) => (s.taken ? esc(s.bot ? `Bot (${s.bot})` : s.name) : "<i>free</i>"));
+    const mine = savedSeat(t.id);
+    const actions = [];
+    if (mine) actions.push(el("a", { class: "button primary", href: `#/t/${t.id}` }, "Resume"));
+    else if (t.status === "waiting") {
+      actions.push(el("a", { class: "button primary", href: `#/t/${t.id}` }, "Join"));
+    }
+    actions.push(el("a", { class: "button ghost", href: `#/t/${t.id}` }, "Watch"));
+    if (t.status === "finished") {
+      actions.push(el("a", { class: "button ghost", href: `#/replay/${t.id}` }, "Replay"));
+    }
+    return el("li", { class: `table-row ${t.status}`, "data-table": t.id },
+      el("div", { class: "table-info" },
+        el("strong", {}, t.name || t.id), " ",
+        el("span", { class: "tag" }, presetLabel(t.rules)), " ",
+        el("span", { class: `tag status-${t.status}` }, t.status),
+        el("div", { class: "muted seats-line", html: names.join(" · ") })),
+      el("div", { class: "table-actions" }, actions));
+  };
+  box.replaceChildren(
+    el("h3", {}, "Open"), open.length ? el("ul", {}, open.map(row)) : el("p", { class: "muted" }, "None"),
+    el("h3", {}, "Live and finished"),
+    live.length ? el("ul", {}, live.map(row)) : el("p", { class: "muted" }, "None"));
+}

@@ -1,0 +1,82 @@
+/**
+ * The replay viewer (#/replay/<id>): steps through a finished game move by move from
+ * GET /api/tables/{id}/replay (the spectator view after each move). Buttons, a slider
+ * and the arrow keys move through it; the board is drawn by the same view code as a
+ * live table.
+ */
+import { api } from "./api.js";
+import { boardSvg, boxFor } from "./view/board.js";
+import { el } from "./view/dom.js";
+
+export function showReplay(root, id) {
+  let views = [];
+  let table = null;
+  let at = 0;
+  const board = el("div", { class: "board replay-board" });
+  const info = el("div", { class: "info-bar", "aria-live": "polite" });
+  const scores = el("ul", { class: "replay-scores" });
+  const slider = el("input", { type: "range", min: 0, max: 0, value: 0, "aria-label": "move" });
+  const counter = el("span", { class: "counter" });
+  const go = (i) => {
+    at = Math.max(0, Math.min(views.length - 1, i));
+    draw();
+  };
+  const btn = (label, text, f) =>
+    el("button", { type: "button", class: "ghost", "aria-label": label, onclick: f }, text);
+  const controls = el("div", { class: "replay-controls" },
+    btn("first move", "⏮", () => go(0)), btn("previous move", "◀", () => go(at - 1)),
+    slider, btn("next move", "▶", () => go(at + 1)), btn("last move", "⏭", () => go(views.length - 1)),
+    counter);
+  slider.addEventListener("input", () => go(Number(slider.value)));
+  const onKey = (e) => {
+    if (e.target instanceof HTMLInputElement && e.target !== slider) return;
+    if (e.key === "ArrowRight") go(at + 1);
+    else if (e.key === "ArrowLeft") go(at - 1);
+    else if (e.key === "Home") go(0);
+    else if (e.key === "End") go(views.length - 1);
+    else return;
+    e.preventDefault();
+  };
+  document.addEventListener("keydown", onKey);
+  const title = el("h1", {}, "Replay");
+  root.replaceChildren(el("div", { class: "replay-page" },
+    el("section", { class: "felt" }, title, board, info, controls),
+    el("aside", { class: "side panel" }, el("h2", {}, "Score"), scores,
+      el("p", {}, el("a", { href: "#/", class: "button ghost" }, "Lobby")))));
+
+  const name = (seat) => table?.seats?.[seat]?.name || `Seat ${seat + 1}`;
+  function draw() {
+    const v = views[at];
+    if (!v) return;
+    slider.max = String(views.length - 1);
+    slider.value = String(at);
+    counter.textContent = `${at + 1} / ${views.length}`;
+    const box = boxFor(board.clientWidth || 600, board.clientHeight || 400);
+    board.innerHTML = boardSvg(v.layout, { box, last: v.layout.length ? v.layout.length - 1 : null });
+    const m = v.history?.at(-1);
+    const what = !m ? "Hand starts"
+      : m.draw ? `${name(m.seat)} drew` : m.pass ? `${name(m.seat)} passed`
+        : `${name(m.seat)} played ${m.play}${m.on ? ` on ${m.on}` : ""} · ends ${m.end_total}${m.points ? ` · +${m.points}` : ""}`;
+    info.replaceChildren(el("span", {}, `Hand ${v.round + 1}`), el("span", { class: "last-move" }, what),
+      el("span", {}, "Boneyard ", el("strong", {}, v.boneyard)),
+      v.game_over ? el("strong", { class: "final-tag" }, "Final") : null);
+    scores.replaceChildren(...v.sides.map((side, k) =>
+      el("li", { class: "side-score" }, el("span", {}, side.map(name).join(" & ")),
+        el("strong", {}, v.scores[k]))));
+  }
+
+  (async () => {
+    try {
+      const [data, summary] = await Promise.all([api.replay(id), api.getTable(id).catch(() => null)]);
+      views = data.views ?? [];
+      table = summary;
+      title.textContent = `Replay: ${summary?.name ?? id}`;
+      if (views.length === 0) board.textContent = "No moves to show.";
+      go(0);
+    } catch (e) {
+      board.textContent = e.code === "game_not_over"
+        ? "The replay opens when the game is over." : `Could not load the replay: ${e.message}`;
+    }
+  })();
+  return () => document.removeEventListener("keydown", onKey);
+}

@@ -1,0 +1,140 @@
+/**
+ * The table page (#/t/<id>): wires the socket, the store and the table view. Holds the
+ * little UI state that is not the server's (the tile being placed, the hand summaries
+ * already seen), turns clicks into move frames, resends a move left unanswered by a
+ * dropped connection (same id, applied once), and asks for a sync when the store sees
+ * a gap. All game decisions come from the server's `legal` list.
+ */
+import { api, forgetSeat, playerName, savedSeat, saveSeat, setPlayerName } from "./api.js";
+import { TableSocket } from "./socket.js";
+import { canMove, initialState, playsByTile, reduce, sinceVersion } from "./store.js";
+import { TableView } from "./view/table.js";
+
+let moveCounter = 0;
+const newMoveId = () =>
+  `m${Date.now().toString(36)}${(moveCounter++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+
+function wsUrl() {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/ws`;
+}
+
+/** Shows table `id` in `root`; returns a function that tears it down. */
+export function showTable(root, id, { invite = null, onConnection = () => {} } = {}) {
+  let state = initialState(id);
+  const ui = { selected: null, seenRounds: null, invite, name: playerName(), joinError: null };
+  let resumeTo = null;
+  let socket = null;
+  let view = null;
+
+  const render = () => view.update(state, { ...ui });
+
+  function dispatch(msg) {
+    state = reduce(state, msg);
+    if (msg.t === "welcome") resumeTo = msg.v;
+    if (state.gap !== null && socket) socket.askSync(state.gap);
+    if (msg.t === "error" && msg.code === "bad_token") {
+      forgetSeat(id);
+    }
+    afterChange();
+    render();
+  }
+
+  function afterChange() {
+    const game = state.doc?.game;
+    // The first document seen: earlier hand summaries are history, not news.
+    if (ui.seenRounds === null && game) ui.seenRounds = game.rounds?.length ?? 0;
+    if (ui.selected && !(canMove(state) && ui.selected in playsByTile(game))) ui.selected = null;
+    if (state.pending && resumeTo !== null && state.v !== null && state.v >= resumeTo) {
+      // caught up after a reconnect: resend a move nobody answered, or drop it
+      const p = state.pending;
+      resumeTo = null;
+      if (p.v === state.v) socket.send({ t: "move", id: p.id, v: p.v, move: p.move });
+      else state = reduce(state, { t: "local/unpend" });
+    } else if (resumeTo !== null && state.v !== null && state.v >= resumeTo) {
+      resumeTo = null;
+    }
+  }
+
+  function connect() {
+    socket?.close();
+    state = { ...initialState(id), chat: state.chat };
+    socket = new TableSocket({
+      url: wsUrl(),
+      table: id,
+      token: () => savedSeat(id)?.token ?? null,
+      version: () => sinceVersion(state),
+      onMessage: dispatch,
+      onStatus: (status, detail) => {
+        dispatch({ t: "local/conn", status });
+        onConnection(status, detail);
+      },
+    });
+  }
+
+  function sendMove(move) {
+    if (!canMove(state)) return;
+    const frame = { t: "move", id: newMoveId(), v: state.v, move };
+    ui.selected = null;
+    state = reduce(state, { t: "local/move", id: frame.id, v: frame.v, move });
+    render();
+    socket.send(frame);
+  }
+
+  const actions = {
+    pick(tile) {
+      if (tile === null || ui.selected === tile) {
+        ui.selected = null;
+        render();
+        return;
+      }
+      const ons = playsByTile(state.doc?.game)[tile];
+      if (!canMove(state) || !ons) return;
+      if (ons.length === 1) {
+        sendMove(ons[0] === null ? { play: tile } : { play: tile, on: ons[0] });
+        return;
+      }
+      ui.selected = tile;
+      render();
+    },
+    playOn(on) {
+      if (!ui.selected) return;
+      const ons = playsByTile(state.doc?.game)[ui.selected] ?? [];
+      if (ons.includes(on)) sendMove({ play: ui.selected, on });
+    },
+    move: sendMove,
+    chat(text) {
+      socket.send({ t: "chat", text: text.slice(0, 200) });
+    },
+    dismiss() {
+      state = reduce(state, { t: "local/dismiss" });
+      render();
+    },
+    dismissRound() {
+      ui.seenRounds = state.doc?.game?.rounds?.length ?? ui.seenRounds;
+      render();
+    },
+    async join(seat, name) {
+      const who = (name ?? ui.name ?? "").trim() || "player";
+      setPlayerName(who);
+      ui.name = who;
+      try {
+        const joined = await api.join(id, seat, who, ui.invite);
+        saveSeat(id, { seat: joined.seat, token: joined.token, name: who });
+        ui.joinError = null;
+        connect();
+      } catch (e) {
+        ui.joinError = e.message;
+        render();
+      }
+    },
+  };
+
+  view = new TableView(root, actions);
+  connect();
+  render();
+  return () => {
+    socket?.close();
+    view.destroy();
+  };
+}
