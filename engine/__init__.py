@@ -1,0 +1,58 @@
+"""Rules engine for All Fives and its family of dominoes games (standard library only).
+
+Pure functions over immutable state: `new_game` / `game_from_deal` make a game,
+`legal_moves` lists the moves of the seat to move, `apply` returns the next state and
+the events a move caused, `view` shows a position to one seat. Transcripts
+(notation.md) are written by `to_transcript` and checked by `replay`.
+"""
+
+from engine.data import state_from_data, state_to_data
+from engine.errors import (
+    EngineError,
+    IllegalMove,
+    InvalidNotation,
+    InvalidRules,
+    InvalidTranscript,
+)
+from engine.files import load_transcript
+from engine.game import apply, game_from_deal, legal_moves, new_game
+from engine.moves import Draw, Move, Pass, Play, move_from_data, move_to_data
+from engine.rules import DEFAULT_PRESET, PRESETS, Rules, rules_from_spec
+from engine.state import GameState, HandResult
+from engine.tiles import TILES, Tile
+from engine.transcript import replay, replay_views, to_transcript
+from engine.views import redact_events, view
+
+__all__ = [
+    "DEFAULT_PRESET",
+    "PRESETS",
+    "TILES",
+    "Draw",
+    "EngineError",
+    "GameState",
+    "HandResult",
+    "IllegalMove",
+    "InvalidNotation",
+    "InvalidRules",
+    "InvalidTranscript",
+    "Move",
+    "Pass",
+    "Play",
+    "Rules",
+    "Tile",
+    "apply",
+    "game_from_deal",
+    "legal_moves",
+    "load_transcript",
+    "move_from_data",
+    "move_to_data",
+    "new_game",
+    "redact_events",
+    "replay",
+    "replay_views",
+    "rules_from_spec",
+    "state_from_data",
+    "state_to_data",
+    "to_transcript",
+    "view",
+]

@@ -1,0 +1,135 @@
+"""Greedy choices and whole-hand playouts over a `Table` (the strong bot's inner loop).
+
+`best_play` is the greedy policy (most points now; ties: heaviest tile, doubles
+first, higher tile, then the end whose layout tile was placed first). `playout`
+plays a hand to its end with every seat greedy and returns each side's points.
+Imports only `engine.tiles` and `engine.bots.table`.
+"""
+
+from __future__ import annotations
+
+from engine.bots.table import (
+    ARM,
+    HUB,
+    VALUES_TILES,
+    SimRules,
+    Table,
+    hand_end_gains,
+)
+from engine.tiles import IS_DOUBLE, PIPS
+
+Choice = tuple[int, int, int, int]
+"""(tile, target kind, target index, points)."""
+
+
+def _voided(rules: SimRules, score: int, pts: int) -> int:
+    if rules.exact and score + pts > rules.target:
+        return 0
+    return pts
+
+
+def best_play(
+    table: Table, playable: int, rules: SimRules, score: int = 0
+) -> Choice:
+    """The greedy choice among the tiles in `playable` (a non-empty bitmask)."""
+    best: Choice | None = None
+    best_key: tuple[int, int, int, int, int] | None = None
+    m = playable
+    while m:
+        bit = m & -m
+        m ^= bit
+        tile = bit.bit_length() - 1
+        for kind, idx in table.targets(tile, rules):
+            pts = _voided(rules, score, table.points_after(tile, kind, idx, rules))
+            node = (
+                table.hubs[idx][4] if kind == HUB else table.ends[idx][3] if kind == ARM else 0
+            )
+            key = (pts, PIPS[tile], 1 if IS_DOUBLE[tile] else 0, tile, -node)
+            if best_key is None or key > best_key:
+                best_key = key
+                best = (tile, kind, idx, pts)
+    assert best is not None, "best_play needs a playable tile"
+    return best
+
+
+def playout(
+    table: Table,
+    hands: list[int],
+    boneyard: list[int],
+    turn: int,
+    scores: list[int],
+    rules: SimRules,
+    side_of: tuple[int, ...],
+) -> list[int]:
+    """Play the hand out greedily from `turn`; return each side's points gained.
+
+    Mutates `table`, `hands` and `scores`; `boneyard` is read from its front. A game won
+    during the hand adds `rules.target` to the winner's side (and ends the playout).
+    """
+    n = rules.players
+    start = scores[:]
+    pos = 0
+    limit = len(boneyard) - rules.reserve if rules.draw else 0
+    while True:
+        hand = hands[turn]
+        playable = hand & VALUES_TILES[table.playable_values(rules)]
+        if playable:
+            side = side_of[turn]
+            tile, kind, idx, pts = best_play(table, playable, rules, scores[side])
+            table.play(tile, kind, idx, rules)
+            hand ^= 1 << tile
+            hands[turn] = hand
+            scores[side] += pts
+            if rules.exact and scores[side] == rules.target:
+                return _finish(scores, start, side)
+            if not hand:
+                return finish_hand(hands, scores, start, rules, side_of, turn)
+            turn = (turn + 1) % n
+        elif pos < limit:
+            hands[turn] = hand | 1 << boneyard[pos]
+            pos += 1
+        else:
+            tiles = VALUES_TILES[table.playable_values(rules)]
+            if not any(h & tiles for h in hands):
+                return finish_hand(hands, scores, start, rules, side_of, None)
+            turn = (turn + 1) % n
+
+
+def _finish(scores: list[int], start: list[int], winner: int | None) -> list[int]:
+    gains = [s - b for s, b in zip(scores, start, strict=True)]
+    if winner is not None:
+        gains[winner] += 1000
+    return gains
+
+
+def finish_hand(
+    hands: list[int],
+    scores: list[int],
+    start: list[int],
+    rules: SimRules,
+    side_of: tuple[int, ...],
+    domino_seat: int | None,
+) -> list[int]:
+    """Settle a hand that just ended (domino by `domino_seat`, or blocked when None)."""
+    extra = hand_end_gains(rules, side_of, hands, domino_seat)
+    for k, g in enumerate(extra):
+        if rules.exact:
+            if g > 0 and scores[k] + g <= rules.target:
+                scores[k] += g
+        else:
+            scores[k] += g
+    gains = [s - b for s, b in zip(scores, start, strict=True)]
+    top = max(scores)
+    if rules.exact:
+        winners = [k for k, s in enumerate(scores) if s == rules.target]
+    elif rules.bonus == "penalty":
+        winners = (
+            [k for k, s in enumerate(scores) if s == top]
+            if min(scores) <= -rules.target
+            else []
+        )
+    else:
+        winners = [k for k, s in enumerate(scores) if s == top] if top >= rules.target else []
+    if len(winners) == 1:
+        gains[winners[0]] += 1000
+    return gains

@@ -1,0 +1,295 @@
+"""Playing: `new_game`, `game_from_deal`, `legal_moves` and `apply` (the hot path).
+
+`apply` validates a move, leaves its input untouched and returns the new state plus
+the events the move caused; when a hand ends it settles it and deals the next round.
+Imports only engine modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from engine.errors import IllegalMove, InvalidNotation, InvalidTranscript
+from engine.layout import Ends, Nodes, attach, candidate_ons, end_total, find_end, lead, open_mask
+from engine.moves import DRAW, LEADS, PASS, PLAYS, Draw, Move, Pass, Play
+from engine.rounds import close_round, deal, game_result, may_draw, round_rng, settle, start_round
+from engine.rules import rules_from_spec
+from engine.scoring import play_points
+from engine.state import DREW, PASSED, PLAYED, GameState, LogEntry
+from engine.tiles import DOUBLES_MASK, IS_DOUBLE, NAMES, VALUE_MASK, mask_pips
+
+Event = dict[str, object]
+
+
+def new_game(spec: str | Mapping[str, object], players: int, seed: int) -> GameState:
+    """A game whose every deal and chance choice derives from `seed`."""
+    rules = rules_from_spec(spec, players)
+    if type(seed) is not int:
+        raise InvalidTranscript("bad_seed", f"the seed must be an integer, not {seed!r}")
+    rng = round_rng(seed, 0)
+    hands, boneyard = deal(rules, rng)
+    sides = 2 if rules.partnerships else players
+    return start_round(rules, seed, 0, tuple(range(players)), (), (0,) * sides, hands,
+                       boneyard, None, rng)
+
+
+def game_from_deal(
+    spec: str | Mapping[str, object],
+    players: int,
+    hands: Sequence[Sequence[object]],
+    boneyard: Sequence[object],
+    leader: int,
+    seed: int = 0,
+) -> GameState:
+    """A game whose first round is the given deal (later rounds are dealt from `seed`)."""
+    from engine.rounds import check_deal
+
+    rules = rules_from_spec(spec, players)
+    dealt, rest = check_deal(rules, hands, boneyard)
+    if type(leader) is not int or not 0 <= leader < players:
+        raise InvalidTranscript("bad_leader", f"leader must be a seat from 0 to {players - 1}")
+    sides = 2 if rules.partnerships else players
+    return start_round(rules, seed, 0, tuple(range(players)), (), (0,) * sides, dealt, rest,
+                       leader)
+
+
+def legal_moves(state: GameState) -> list[Move]:
+    """Every legal move of the seat to move (empty when the game is over)."""
+    seat = state.turn
+    if seat is None:
+        return []
+    hand = state.hand_masks[seat]
+    rules = state.table.rules
+    if not state.nodes:
+        return _lead_moves(state, hand)
+    ends = state.ends
+    only_spinner = rules.spinner_opening == "all_four_first" and any(e[0] == 0 for e in ends)
+    out: list[Move] = []
+    seen = 0
+    for node, _side, value, _halves, on in ends:
+        if only_spinner and node:
+            continue
+        key = 1 << (node * 7 + value)
+        if seen & key:
+            continue
+        seen |= key
+        fits = hand & VALUE_MASK[value]
+        while fits:
+            bit = fits & -fits
+            out.append(PLAYS[bit.bit_length() - 1][on])
+            fits ^= bit
+    if out:
+        return out
+    if rules.draw == "until_playable" and len(state.boneyard_tiles) > rules.boneyard_reserve:
+        return [DRAW]
+    return [PASS]
+
+
+def _lead_moves(state: GameState, hand: int) -> list[Move]:
+    table = state.table
+    if table.lead_tile >= 0:
+        return [LEADS[table.lead_tile]]
+    if table.rules.lead == "double":
+        hand &= DOUBLES_MASK
+        if not hand:
+            return [DRAW]
+    out: list[Move] = []
+    while hand:
+        bit = hand & -hand
+        out.append(LEADS[bit.bit_length() - 1])
+        hand ^= bit
+    return out
+
+
+def apply(state: GameState, seat: int, move: Move) -> tuple[GameState, list[Event]]:
+    """Play `move` for `seat`: the new state and the events; raises `IllegalMove` otherwise."""
+    if state.table.game_over:
+        raise IllegalMove("game_over", "the game is over")
+    if seat != state.turn or type(seat) is not int:
+        raise IllegalMove("not_your_turn", f"it is seat {state.turn}'s turn, not seat {seat}'s")
+    kind = type(move)
+    if kind is Play:
+        return _play(state, seat, move)  # type: ignore[arg-type]
+    if kind is Draw:
+        return _draw(state, seat)
+    if kind is Pass:
+        return _pass(state, seat)
+    raise InvalidNotation("bad_move", f"{move!r} is not a move")
+
+
+def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Event]]:
+    table = state.table
+    rules = table.rules
+    tile = move.tile.index
+    hands = state.hand_masks
+    hand = hands[seat]
+    if not hand >> tile & 1:
+        raise IllegalMove("not_in_hand", f"seat {seat} does not hold {NAMES[tile]}")
+    nodes = state.nodes
+    on = -1
+    if not nodes:
+        if move.on is not None:
+            raise IllegalMove("bad_end", "the first tile of a round is not played on another")
+        if table.lead_tile >= 0 and tile != table.lead_tile:
+            must = NAMES[table.lead_tile]
+            code = "must_lead_double" if IS_DOUBLE[table.lead_tile] else "must_lead_tile"
+            raise IllegalMove(code, f"seat {seat} must lead {must}")
+        if rules.lead == "double" and not IS_DOUBLE[tile]:
+            raise IllegalMove("must_lead_double", "the round must be led with a double")
+        new_nodes, new_ends = lead(tile, IS_DOUBLE[tile] and rules.spinners != "none")
+    else:
+        ends = state.ends
+        four_first = rules.spinner_opening == "all_four_first"
+        if move.on is None:
+            ons = candidate_ons(ends, tile, four_first)
+            if not ons:
+                raise IllegalMove("not_playable", f"{NAMES[tile]} does not match any open end")
+            if len(ons) > 1:
+                named = ", ".join(NAMES[t] for t in ons)
+                raise IllegalMove("bad_end", f"{NAMES[tile]} fits on {named}: say which")
+            on = ons[0]
+        else:
+            on = move.on.index
+        index = find_end(ends, tile, on, four_first)
+        if index < 0:
+            if not any(n[0] == on for n in nodes):
+                raise IllegalMove("bad_end", f"{NAMES[on]} is not on the layout")
+            raise IllegalMove(
+                "not_playable", f"{NAMES[tile]} does not fit an open end of {NAMES[on]}"
+            )
+        spinner = False
+        if IS_DOUBLE[tile]:
+            kind = rules.spinners
+            spinner = kind == "all_doubles" or (
+                kind == "first_double" and not any(n[4] for n in nodes)
+            )
+        new_nodes, new_ends = attach(nodes, ends, index, tile, spinner)
+    total = end_total(new_ends)
+    points = play_points(rules.scoring, rules.scale, total, new_ends)
+    new_hand = hand ^ (1 << tile)
+    new_hands = (*hands[:seat], new_hand, *hands[seat + 1:])
+    side = table.side_of[seat]
+    scores = state.scores
+    exact = rules.game_end == "exact"
+    if not new_hand:
+        return _domino(state, seat, tile, on, points, total, new_hands, new_nodes, new_ends)
+    if points:
+        if exact and scores[side] + points > rules.target:
+            points = 0
+        else:
+            scores = (*scores[:side], scores[side] + points, *scores[side + 1:])
+    log = (*state.log, (seat, PLAYED, tile, on, points, total))
+    events: list[Event] = [{
+        "type": "play", "seat": seat, "tile": NAMES[tile], "on": NAMES[on] if on >= 0 else None,
+        "end_total": total, "points": points,
+    }]
+    boneyard = state.boneyard_tiles
+    if exact and points and scores[side] == rules.target:
+        pips = tuple(mask_pips(m) for m in new_hands)
+        return close_round(state, new_hands, boneyard, new_nodes, new_ends, log, scores, "target",
+                           None, 0, pips, (), side, events), events
+    if not may_draw(rules, boneyard) and _stuck(rules, new_hands, new_ends):
+        return _blocked(state, seat, new_hands, boneyard, new_nodes, new_ends, log, scores,
+                        events), events
+    return GameState(table, (seat + 1) % rules.players, scores, new_hands, boneyard, new_nodes,
+                     new_ends, log), events
+
+
+def _stuck(rules: object, hands: tuple[int, ...], ends: Ends) -> bool:
+    four_first = getattr(rules, "spinner_opening") == "all_four_first"  # noqa: B009
+    mask = open_mask(ends, four_first)
+    return not any(h & mask for h in hands)
+
+
+def _domino(state: GameState, seat: int, tile: int, on: int, points: int, total: int,
+            hands: tuple[int, ...], nodes: Nodes, ends: Ends) -> tuple[GameState, list[Event]]:
+    table = state.table
+    rules = table.rules
+    side = table.side_of[seat]
+    log = (*state.log, (seat, PLAYED, tile, on, points, total))
+    outcome = settle(state, hands, "domino", seat, log)
+    gains = list(outcome.gains)
+    bonus = outcome.bonus
+    scores = state.scores
+    if rules.game_end == "exact" and scores[side] + points + gains[side] > rules.target:
+        points = gains[side] = bonus = 0
+        log = (*state.log, (seat, PLAYED, tile, on, 0, total))
+    new_scores = tuple(s + g for s, g in zip(scores, gains, strict=True))
+    new_scores = (*new_scores[:side], new_scores[side] + points, *new_scores[side + 1:])
+    events: list[Event] = [{
+        "type": "play", "seat": seat, "tile": NAMES[tile], "on": NAMES[on] if on >= 0 else None,
+        "end_total": total, "points": points,
+    }]
+    winner = game_result(rules, new_scores)
+    return close_round(state, hands, state.boneyard_tiles, nodes, ends, log, new_scores, "domino",
+                       outcome.winner, bonus, outcome.pips, outcome.next_lead, winner,
+                       events), events
+
+
+def _blocked(state: GameState, seat: int, hands: tuple[int, ...], boneyard: tuple[int, ...],
+             nodes: Nodes, ends: Ends, log: tuple[LogEntry, ...], scores: tuple[int, ...],
+             events: list[Event]) -> GameState:
+    rules = state.table.rules
+    outcome = settle(state, hands, "blocked", seat, log)
+    gains = list(outcome.gains)
+    bonus = outcome.bonus
+    if rules.game_end == "exact":
+        for i, gain in enumerate(gains):
+            if scores[i] + gain > rules.target:
+                gains[i] = 0
+                if i == outcome.winner:
+                    bonus = 0
+    new_scores = tuple(s + g for s, g in zip(scores, gains, strict=True))
+    winner = game_result(rules, new_scores)
+    return close_round(state, hands, boneyard, nodes, ends, log, new_scores, "blocked",
+                       outcome.winner, bonus, outcome.pips, outcome.next_lead, winner, events)
+
+
+def _draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
+    table = state.table
+    rules = table.rules
+    hand = state.hand_masks[seat]
+    boneyard = state.boneyard_tiles
+    turn = seat
+    if not state.nodes:
+        if rules.lead != "double" or hand & DOUBLES_MASK:
+            raise IllegalMove("must_play", f"seat {seat} must lead a tile")
+        if not boneyard:
+            raise IllegalMove("cannot_draw", "the boneyard is empty")
+        if not IS_DOUBLE[boneyard[0]]:
+            turn = (seat + 1) % rules.players
+    else:
+        four_first = rules.spinner_opening == "all_four_first"
+        if hand & open_mask(state.ends, four_first):
+            raise IllegalMove("must_play", f"seat {seat} holds a tile that fits and must play")
+        if not may_draw(rules, boneyard):
+            raise IllegalMove("cannot_draw", "no tile may be drawn: pass")
+    tile = boneyard[0]
+    hands = state.hand_masks
+    new_hands = (*hands[:seat], hand | 1 << tile, *hands[seat + 1:])
+    rest = boneyard[1:]
+    log = (*state.log, (seat, DREW, tile, -1, 0, -1))
+    events: list[Event] = [{"type": "draw", "seat": seat, "tile": NAMES[tile]}]
+    if state.nodes and not may_draw(rules, rest) and _stuck(rules, new_hands, state.ends):
+        return _blocked(state, seat, new_hands, rest, state.nodes, state.ends, log, state.scores,
+                        events), events
+    return GameState(table, turn, state.scores, new_hands, rest, state.nodes, state.ends,
+                     log), events
+
+
+def _pass(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
+    table = state.table
+    rules = table.rules
+    if not state.nodes:
+        if rules.lead == "double" and not state.hand_masks[seat] & DOUBLES_MASK:
+            raise IllegalMove("must_draw", f"seat {seat} holds no double and must draw for one")
+        raise IllegalMove("must_play", f"seat {seat} must lead a tile")
+    four_first = rules.spinner_opening == "all_four_first"
+    if state.hand_masks[seat] & open_mask(state.ends, four_first):
+        raise IllegalMove("must_play", f"seat {seat} holds a tile that fits and must play")
+    if may_draw(rules, state.boneyard_tiles):
+        raise IllegalMove("must_draw", f"seat {seat} cannot play and must draw")
+    log = (*state.log, (seat, PASSED, -1, -1, 0, -1))
+    events: list[Event] = [{"type": "pass", "seat": seat}]
+    return GameState(table, (seat + 1) % rules.players, state.scores, state.hand_masks,
+                     state.boneyard_tiles, state.nodes, state.ends, log), events

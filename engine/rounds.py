@@ -1,0 +1,300 @@
+"""Rounds: dealing, who leads (rules.md §4-5), settling a finished hand and the game's end (§6).
+
+Randomness comes only from `random.Random` instances seeded with (game seed, round).
+Imports only engine modules and `random`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from engine.errors import InvalidTranscript
+from engine.layout import Ends, Nodes
+from engine.rules import Rules
+from engine.scoring import rounded_half, rounded_pips
+from engine.state import PLAYED, GameState, HandResult, LogEntry, RoundRecord, Table
+from engine.tiles import HIGH, IS_DOUBLE, NAMES, PIPS, Tile, mask_pips, mask_tiles
+
+Event = dict[str, object]
+
+
+def round_rng(seed: int, rnd: int) -> random.Random:
+    """The random source of round `rnd` of the game seeded `seed` (deal, then leader)."""
+    return random.Random(f"dominoes/{seed}/{rnd}")
+
+
+def seat_sides(rules: Rules) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """(sides, side_of): partnerships pair seats 0+2 and 1+3, else each seat is a side."""
+    if rules.partnerships:
+        return ((0, 2), (1, 3)), (0, 1, 0, 1)
+    return tuple((s,) for s in range(rules.players)), tuple(range(rules.players))
+
+
+def deal(rules: Rules, rng: random.Random) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """Shuffle the set and deal `hand_size` tiles to each seat; the rest is the boneyard."""
+    tiles = list(range(28))
+    rng.shuffle(tiles)
+    n = rules.hand_size
+    hands = tuple(tuple(tiles[i * n:(i + 1) * n]) for i in range(rules.players))
+    return hands, tuple(tiles[rules.players * n:])
+
+
+def check_deal(
+    rules: Rules, hands: Sequence[Sequence[object]], boneyard: Sequence[object]
+) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """Validate an explicit deal (tiles as `Tile`, text or index); raises `bad_deal`."""
+    def index(tile: object) -> int:
+        if isinstance(tile, Tile):
+            return tile.index
+        if type(tile) is int and 0 <= tile < 28:
+            return tile
+        return Tile.parse(tile).index
+
+    try:
+        if len(hands) != rules.players:
+            raise InvalidTranscript("bad_deal", f"expected {rules.players} hands, got {len(hands)}")
+        dealt = tuple(tuple(index(t) for t in hand) for hand in hands)
+        rest = tuple(index(t) for t in boneyard)
+    except TypeError as exc:
+        raise InvalidTranscript("bad_deal", "hands and boneyard are lists of tiles") from exc
+    except InvalidTranscript:
+        raise
+    except Exception as exc:
+        raise InvalidTranscript("bad_deal", f"bad tile in the deal: {exc}") from exc
+    for seat, hand in enumerate(dealt):
+        if len(hand) != rules.hand_size:
+            raise InvalidTranscript(
+                "bad_deal", f"seat {seat} holds {len(hand)} tiles; the rules deal {rules.hand_size}"
+            )
+    everything = [t for hand in dealt for t in hand] + list(rest)
+    if len(everything) != 28 or len(set(everything)) != 28:
+        raise InvalidTranscript("bad_deal", "hands and boneyard must hold the 28 tiles, each once")
+    return dealt, rest
+
+
+def _mask(tiles: Sequence[int]) -> int:
+    mask = 0
+    for t in tiles:
+        mask |= 1 << t
+    return mask
+
+
+def _heaviest_lead(hands: tuple[tuple[int, ...], ...]) -> tuple[int, int]:
+    """(seat, tile): the holder of the highest double, else of the heaviest tile."""
+    best: tuple[int, int, int, int] | None = None
+    for seat, hand in enumerate(hands):
+        for t in hand:
+            key = (1 if IS_DOUBLE[t] else 0, PIPS[t], HIGH[t], t)
+            if best is None or key > best:
+                best = key
+                holder = seat
+    assert best is not None
+    return holder, best[3]
+
+
+def _double_leader(named: int, hands: tuple[tuple[int, ...], ...]) -> int:
+    n = len(hands)
+    for k in range(n):
+        seat = (named + k) % n
+        if any(IS_DOUBLE[t] for t in hands[seat]):
+            return seat
+    return named
+
+
+def allowed_leaders(
+    rules: Rules, rnd: int, lead_from: tuple[int, ...], hands: tuple[tuple[int, ...], ...]
+) -> dict[int, int]:
+    """Every seat that may lead this deal, with the tile it must lead (-1: any allowed)."""
+    if rules.first_leader == "highest_double" and rnd == 0:
+        seat, tile = _heaviest_lead(hands)
+        return {seat: tile}
+    if rules.lead == "double":
+        return {_double_leader(s, hands): -1 for s in lead_from}
+    return {s: -1 for s in lead_from}
+
+
+def start_round(
+    rules: Rules,
+    seed: int,
+    rnd: int,
+    lead_from: tuple[int, ...],
+    past: tuple[RoundRecord, ...],
+    scores: tuple[int, ...],
+    deal_hands: tuple[tuple[int, ...], ...],
+    deal_boneyard: tuple[int, ...],
+    leader: int | None,
+    rng: random.Random | None = None,
+) -> GameState:
+    """A fresh round; `leader` None picks one the way chance and the rules say."""
+    options = allowed_leaders(rules, rnd, lead_from, deal_hands)
+    if leader is None:
+        if rules.first_leader == "highest_double" and rnd == 0:
+            leader = next(iter(options))
+        else:
+            named = lead_from[0]
+            if len(lead_from) > 1:
+                named = (rng or round_rng(seed, rnd)).choice(lead_from)
+            leader = _double_leader(named, deal_hands) if rules.lead == "double" else named
+    elif leader not in options:
+        allowed = ", ".join(str(s) for s in sorted(options))
+        raise InvalidTranscript(
+            "bad_leader", f"seat {leader} may not lead; the rules allow {allowed}"
+        )
+    sides, side_of = seat_sides(rules)
+    table = Table(
+        rules=rules, seed=seed, round=rnd, leader=leader, lead_from=lead_from,
+        lead_tile=options[leader], deal_hands=deal_hands, deal_boneyard=deal_boneyard,
+        past=past, game_over=False, winner=None, sides=sides, side_of=side_of,
+    )
+    return GameState(
+        table=table, turn=leader, scores=scores,
+        hand_masks=tuple(_mask(h) for h in deal_hands), boneyard_tiles=deal_boneyard,
+        nodes=(), ends=(), log=(),
+    )
+
+
+def deal_next_round(table: Table, scores: tuple[int, ...], lead_from: tuple[int, ...],
+                    past: tuple[RoundRecord, ...]) -> GameState:
+    """Deal round `table.round + 1` from the game's seed."""
+    rnd = table.round + 1
+    rng = round_rng(table.seed, rnd)
+    hands, boneyard = deal(table.rules, rng)
+    return start_round(table.rules, table.seed, rnd, lead_from, past, scores, hands, boneyard,
+                       None, rng)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A settled hand before exact-target voiding: gains per side and who leads next."""
+
+    winner: int | None
+    gains: tuple[int, ...]
+    bonus: int
+    pips: tuple[int, ...]
+    next_lead: tuple[int, ...]
+
+
+def settle(state: GameState, hands: tuple[int, ...], end: str, last_seat: int,
+           log: tuple[LogEntry, ...]) -> Outcome:
+    """Winner, bonus and next leaders of a hand that ended by `end` ("domino"/"blocked")."""
+    table = state.table
+    rules = table.rules
+    sides, side_of = table.sides, table.side_of
+    players = rules.players
+    pips = tuple(mask_pips(m) for m in hands)
+    side_pips = [sum(pips[s] for s in side) for side in sides]
+    unit, scale, rounding = rules.unit, rules.scale, rules.bonus_rounding
+    gains = [0] * len(sides)
+    winner: int | None
+    if end == "domino":
+        winner = side_of[last_seat]
+        tied = [winner]
+    else:
+        low = min(side_pips)
+        tied = [i for i, p in enumerate(side_pips) if p == low]
+        winner = tied[0] if len(tied) == 1 else None
+    bonus = 0
+    if rules.bonus == "penalty":
+        gains = [-rounded_pips(p, rounding, unit, scale) for p in side_pips]
+    elif end == "domino" or rules.blocked_bonus:
+        total = sum(side_pips)
+        if winner is not None:
+            own = side_pips[winner]
+            bonus = _bonus(rules, total - own, own, total)
+            gains[winner] = bonus
+        elif rules.blocked_tie == "split" and players == 3 and len(tied) == 2:
+            third = next(s for s in range(3) if s not in tied)
+            own = side_pips[tied[0]]
+            if rules.bonus == "fixed":
+                share = (rules.bonus_points + 1) // 2
+            else:
+                pot = {"opponents": side_pips[third],
+                       "opponents_minus_own": max(0, side_pips[third] - own),
+                       "all_hands": total}[rules.bonus]
+                share = rounded_half(pot, rounding, unit, scale)
+            for s in tied:
+                gains[s] = share
+    next_lead = _next_lead(rules, table.leader, end, winner, tied, sides, pips, last_seat, log)
+    return Outcome(winner, tuple(gains), bonus, pips, next_lead)
+
+
+def _bonus(rules: Rules, opponents: int, own: int, total: int) -> int:
+    unit, scale, rounding = rules.unit, rules.scale, rules.bonus_rounding
+    if rules.bonus == "opponents":
+        return rounded_pips(opponents, rounding, unit, scale)
+    if rules.bonus == "opponents_minus_own":
+        return rounded_pips(max(0, opponents - own), rounding, unit, scale)
+    if rules.bonus == "all_hands":
+        return rounded_pips(total, rounding, unit, scale)
+    return rules.bonus_points
+
+
+def _next_lead(rules: Rules, leader: int, end: str, winner: int | None, tied: list[int],
+               sides: tuple[tuple[int, ...], ...], pips: tuple[int, ...], last_seat: int,
+               log: tuple[LogEntry, ...]) -> tuple[int, ...]:
+    players = rules.players
+    rule = rules.next_leader if end == "domino" else rules.blocked_next_leader
+    if rule == "left":
+        return ((leader + 1) % players,)
+    if rule == "random":
+        return tuple(range(players))
+    if rule == "last_player":
+        return (next(e[0] for e in reversed(log) if e[1] == PLAYED),)
+    if end == "domino":
+        return (last_seat,)
+    if winner is not None:
+        seats = sides[winner]
+        low = min(pips[s] for s in seats)
+        return tuple(s for s in seats if pips[s] == low)
+    return tuple(sorted(s for side in tied for s in sides[side]))
+
+
+def game_result(rules: Rules, scores: tuple[int, ...]) -> int | None:
+    """The winning side when a hand has ended with these totals, or None (play on)."""
+    if rules.game_end == "exact":
+        hits = [i for i, s in enumerate(scores) if s == rules.target]
+        return hits[0] if hits else None
+    if rules.bonus == "penalty":
+        over = any(s <= -rules.target for s in scores)
+    else:
+        over = any(s >= rules.target for s in scores)
+    if not over:
+        return None
+    best = max(scores)
+    leaders = [i for i, s in enumerate(scores) if s == best]
+    return leaders[0] if len(leaders) == 1 else None
+
+
+def close_round(state: GameState, hands: tuple[int, ...], boneyard: tuple[int, ...],
+                nodes: Nodes, ends: Ends, log: tuple[LogEntry, ...], scores: tuple[int, ...],
+                end: str, winner: int | None, bonus: int, pips: tuple[int, ...],
+                next_lead: tuple[int, ...], game_winner: int | None,
+                events: list[Event]) -> GameState:
+    """Record the finished round; deal the next one unless the game is over."""
+    table = state.table
+    result = HandResult(
+        end=end, winner=winner, bonus=bonus, pips=pips,
+        hands=tuple(tuple(mask_tiles(m)) for m in hands), totals=scores,
+    )
+    record = RoundRecord(table.deal_hands, table.deal_boneyard, table.leader, log, result)
+    past = (*table.past, record)
+    events.append({
+        "type": "hand_end", "round": table.round, "end": end, "winner": winner, "bonus": bonus,
+        "pips": list(pips), "hands": [[NAMES[t] for t in h] for h in result.hands],
+        "totals": list(scores),
+    })
+    if game_winner is not None:
+        events.append({"type": "game_end", "winner": game_winner, "totals": list(scores)})
+        final = replace(table, past=past, game_over=True, winner=game_winner)
+        return GameState(final, None, scores, hands, boneyard, nodes, ends, log)
+    nxt = deal_next_round(table, scores, next_lead, past)
+    events.append({"type": "deal", "round": nxt.table.round, "leader": nxt.table.leader})
+    return nxt
+
+
+def may_draw(rules: Rules, boneyard: tuple[int, ...]) -> bool:
+    """Whether a seat that cannot play may draw now."""
+    return rules.draw == "until_playable" and len(boneyard) > rules.boneyard_reserve
+

@@ -1,0 +1,248 @@
+"""Rule options, the named presets of rules.md §7 and their validation (§9).
+
+`rules_from_spec(spec, players)` resolves a preset name or `{"preset": name, **overrides}`
+into a frozen `Rules` for one player count. Imports only `engine.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from engine.errors import InvalidRules
+
+DEFAULT_PRESET = "all-fives"
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "first_leader": ("random", "highest_double"),
+    "lead": ("any", "double"),
+    "spinners": ("none", "first_double", "all_doubles"),
+    "spinner_opening": ("sides_first", "all_four_first"),
+    "scoring": ("fives", "threes", "fives_and_threes", "matching", "none"),
+    "bonus": ("opponents", "opponents_minus_own", "all_hands", "fixed", "penalty"),
+    "bonus_rounding": ("nearest", "none"),
+    "blocked_tie": ("none", "split"),
+    "next_leader": ("winner", "left"),
+    "blocked_next_leader": ("winner", "random", "last_player", "left"),
+    "draw": ("until_playable", "none"),
+    "game_end": ("round_end", "exact"),
+}
+_BOOLS = ("partnerships", "blocked_bonus")
+_PER_COUNT: dict[str, int] = {"hand_size": 1, "bonus_points": 0, "boneyard_reserve": 0, "target": 1}
+"""Per-count integer options and their minimum."""
+_INTS: dict[str, int] = {"scale": 1}
+OPTION_KEYS: tuple[str, ...] = (
+    "hand_size", "partnerships", "first_leader", "lead", "spinners", "spinner_opening",
+    "scoring", "scale", "bonus", "bonus_points", "bonus_rounding", "blocked_bonus",
+    "blocked_tie", "next_leader", "blocked_next_leader", "draw", "boneyard_reserve",
+    "target", "game_end",
+)
+
+_BASE: dict[str, Any] = {
+    "hand_size": {"2": 7, "3": 5, "4": 5},
+    "partnerships": True,
+    "first_leader": "random",
+    "lead": "any",
+    "spinners": "first_double",
+    "spinner_opening": "sides_first",
+    "scoring": "fives",
+    "scale": 1,
+    "bonus": "opponents",
+    "bonus_points": 1,
+    "bonus_rounding": "nearest",
+    "blocked_bonus": True,
+    "blocked_tie": "none",
+    "next_leader": "winner",
+    "blocked_next_leader": "winner",
+    "draw": "until_playable",
+    "boneyard_reserve": 0,
+    "target": 150,
+    "game_end": "round_end",
+}
+
+_BLOCK_FAMILY: dict[str, Any] = {
+    "first_leader": "highest_double", "spinners": "none", "scoring": "none",
+    "bonus": "opponents_minus_own", "bonus_rounding": "none", "target": 50,
+}
+_BERGEN_FAMILY: dict[str, Any] = {
+    "hand_size": {"2": 6, "3": 6, "4": 5}, "partnerships": False, "scoring": "matching",
+    "bonus": "fixed", "bonus_points": 1, "next_leader": "left",
+    "blocked_next_leader": "left", "target": 15,
+}
+
+_PRESET_OVERRIDES: dict[str, dict[str, Any]] = {
+    "all-fives": {},
+    "all-fives-bga": {
+        "partnerships": False, "scale": 5, "bonus": "opponents_minus_own", "target": 30,
+    },
+    "all-fives-classic": {"bonus": "all_hands", "target": 100},
+    "all-fives-pagat": {
+        "hand_size": {"2": 9, "3": 7, "4": 5}, "blocked_tie": "split",
+        "blocked_next_leader": "random", "target": {"2": 250, "3": 200, "4": 200},
+    },
+    "dominoesstars": {
+        "bonus_rounding": "none", "blocked_next_leader": "last_player",
+        "target": {"2": 250, "3": 200, "4": 200},
+    },
+    "muggins": {"spinners": "none", "target": {"2": 200, "3": 150, "4": 150}},
+    "five-up": {
+        "hand_size": {"2": 5, "3": 5, "4": 5}, "spinners": "all_doubles", "scale": 5,
+        "target": 61,
+    },
+    "all-threes": {"scoring": "threes", "scale": 3, "target": 50},
+    "fives-and-threes": {
+        "partnerships": False, "spinners": "none", "scoring": "fives_and_threes",
+        "bonus": "fixed", "bonus_points": 1, "blocked_bonus": False, "draw": "none",
+        "next_leader": "left", "blocked_next_leader": "left", "target": 61,
+        "game_end": "exact",
+    },
+    "bergen": {**_BERGEN_FAMILY, "first_leader": "highest_double", "spinners": "none"},
+    "double-bergen": {
+        **_BERGEN_FAMILY, "lead": "double", "spinners": "first_double",
+        "spinner_opening": "all_four_first",
+    },
+    "block": {**_BLOCK_FAMILY, "draw": "none"},
+    "draw": {**_BLOCK_FAMILY},
+    "block-penalty": {**_BLOCK_FAMILY, "bonus": "penalty", "draw": "none", "target": 25},
+}
+
+PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {name: MappingProxyType({**_BASE, **over}) for name, over in _PRESET_OVERRIDES.items()}
+)
+"""Every preset of rules.md §7 by name: its full option set (per-count options keyed "2".."4")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Rules fully resolved for one player count (per-count options are plain ints)."""
+
+    spec: str | dict[str, Any]
+    preset: str
+    players: int
+    hand_size: int
+    partnerships: bool
+    first_leader: str
+    lead: str
+    spinners: str
+    spinner_opening: str
+    scoring: str
+    scale: int
+    bonus: str
+    bonus_points: int
+    bonus_rounding: str
+    blocked_bonus: bool
+    blocked_tie: str
+    next_leader: str
+    blocked_next_leader: str
+    draw: str
+    boneyard_reserve: int
+    target: int
+    game_end: str
+
+    @property
+    def unit(self) -> int:
+        """The scoring unit pip counts are rounded to: 3 under `threes`, else 5."""
+        return 3 if self.scoring == "threes" else 5
+
+    def options(self) -> dict[str, Any]:
+        """Every resolved option by name (plain data)."""
+        return {key: getattr(self, key) for key in OPTION_KEYS}
+
+
+def _bad(option: str, message: str) -> InvalidRules:
+    return InvalidRules("invalid_option", message, option)
+
+
+def _per_count(option: str, value: object, players: int, fallback: object) -> int:
+    minimum = _PER_COUNT[option]
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if key not in ("2", "3", "4"):
+                raise _bad(option, f"{option}: per-count keys are \"2\", \"3\", \"4\", not {key!r}")
+            if type(item) is not int or item < minimum:
+                raise _bad(option, f"{option}[{key}] must be an integer >= {minimum}")
+        if str(players) in value:
+            value = value[str(players)]
+        elif isinstance(fallback, Mapping):
+            value = fallback[str(players)]
+        else:
+            value = fallback
+    if type(value) is not int or value < minimum:
+        raise _bad(option, f"{option} must be an integer >= {minimum} or an object keyed by "
+                   "player count")
+    return value
+
+
+def _plain_spec(spec: object) -> str | dict[str, Any]:
+    if isinstance(spec, str):
+        return spec
+    assert isinstance(spec, Mapping)
+    return {
+        str(k): (dict(v) if isinstance(v, Mapping) else v) for k, v in spec.items()
+    }
+
+
+def rules_from_spec(spec: str | Mapping[str, object], players: int) -> Rules:
+    """Resolve and validate a rules spec for `players` seats (raises `InvalidRules`)."""
+    if type(players) is not int or not 2 <= players <= 4:
+        raise _bad("players", f"players must be 2, 3 or 4, not {players!r}")
+    name: object
+    if isinstance(spec, str):
+        name, overrides = spec, {}
+    elif isinstance(spec, Mapping):
+        name = spec.get("preset", DEFAULT_PRESET)
+        overrides = {k: v for k, v in spec.items() if k != "preset"}
+        if not isinstance(name, str):
+            raise InvalidRules("unknown_preset", f"preset must be a name, not {name!r}", "preset")
+    else:
+        raise _bad("rules", "rules are a preset name or an object {\"preset\": name, ...}")
+    if name not in PRESETS:
+        raise InvalidRules(
+            "unknown_preset", f"unknown preset {name!r}; presets: {', '.join(PRESETS)}", "preset"
+        )
+    base = PRESETS[name]
+    values: dict[str, Any] = {}
+    for key in overrides:
+        if not isinstance(key, str) or key not in OPTION_KEYS:
+            raise _bad(str(key), f"unknown option {key!r}")
+    for key in OPTION_KEYS:
+        value = overrides.get(key, base[key])
+        if key in _PER_COUNT:
+            values[key] = _per_count(key, value, players, base[key])
+        elif key in _BOOLS:
+            if type(value) is not bool:
+                raise _bad(key, f"{key} must be true or false, not {value!r}")
+            values[key] = value
+        elif key in _INTS:
+            if type(value) is not int:
+                raise _bad(key, f"{key} must be an integer, not {value!r}")
+            values[key] = value
+        else:
+            if value not in _CHOICES[key]:
+                raise _bad(key, f"{key} must be one of {', '.join(_CHOICES[key])}, not {value!r}")
+            values[key] = value
+    _check_combinations(values, players)
+    values["partnerships"] = values["partnerships"] and players == 4
+    return Rules(spec=_plain_spec(spec), preset=name, players=players, **values)
+
+
+def _check_combinations(v: dict[str, Any], players: int) -> None:
+    if v["hand_size"] * players > 28:
+        raise _bad("hand_size", f"hand_size {v['hand_size']} x {players} players exceeds 28 tiles")
+    allowed_scale = {"fives": (1, 5), "threes": (1, 3)}.get(v["scoring"], (1,))
+    if v["scale"] not in allowed_scale:
+        raise _bad("scale", f"scale must be {' or '.join(map(str, allowed_scale))} with "
+                   f"scoring {v['scoring']}")
+    if v["spinner_opening"] == "all_four_first" and (
+        v["lead"] != "double" or v["spinners"] != "first_double"
+    ):
+        raise _bad("spinner_opening",
+                   "all_four_first needs lead: double and spinners: first_double")
+    if v["lead"] == "double" and v["first_leader"] == "highest_double":
+        raise _bad("lead", "lead: double chooses its own leader; use first_leader: random")
+    if v["bonus"] == "penalty" and v["game_end"] == "exact":
+        raise _bad("game_end", "penalty games end at -target after a hand, not at an exact target")
+    if v["scoring"] == "none" and v["bonus"] == "fixed" and v["bonus_points"] == 0:
+        raise _bad("bonus_points", "with no scoring and a fixed bonus of 0 nobody could ever score")

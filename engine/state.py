@@ -1,0 +1,122 @@
+"""Game state: immutable records, copied on every `apply` (never mutated).
+
+`GameState` holds what changes move by move (turn, scores, hands, boneyard, layout,
+the round's log); `Table` holds what changes only between rounds (rules, seats, the
+round's deal, finished rounds, the game's result). Imports only engine modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.layout import Ends, Nodes
+from engine.rules import Rules
+from engine.tiles import TILES, Tile, mask_tiles
+
+LogEntry = tuple[int, int, int, int, int, int]
+"""`(seat, kind, tile, on, points, end_total)`; kind PLAYED/DREW/PASSED; -1 for none."""
+PLAYED, DREW, PASSED = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class HandResult:
+    """How a round ended: `end` is "domino", "blocked" or "target"; `winner` a side or None."""
+
+    end: str
+    winner: int | None
+    bonus: int
+    pips: tuple[int, ...]
+    hands: tuple[tuple[int, ...], ...]
+    totals: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """A round as played: its deal, leader, moves and result (None while it goes on)."""
+
+    hands: tuple[tuple[int, ...], ...]
+    boneyard: tuple[int, ...]
+    leader: int
+    moves: tuple[LogEntry, ...]
+    result: HandResult | None
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """What stays fixed during a round."""
+
+    rules: Rules
+    seed: int
+    round: int
+    leader: int
+    lead_from: tuple[int, ...]
+    """Seats the rules (or chance) could name to lead this round, before `lead` rules."""
+    lead_tile: int
+    """Tile the leader must lead (highest_double, round 1), else -1."""
+    deal_hands: tuple[tuple[int, ...], ...]
+    deal_boneyard: tuple[int, ...]
+    past: tuple[RoundRecord, ...]
+    game_over: bool
+    winner: int | None
+    sides: tuple[tuple[int, ...], ...]
+    side_of: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GameState:
+    """A position. Hands are bitmasks over tile indexes; see engine.layout for the layout."""
+
+    table: Table
+    turn: int | None
+    scores: tuple[int, ...]
+    hand_masks: tuple[int, ...]
+    boneyard_tiles: tuple[int, ...]
+    nodes: Nodes
+    ends: Ends
+    log: tuple[LogEntry, ...]
+
+    @property
+    def rules(self) -> Rules:
+        return self.table.rules
+
+    @property
+    def players(self) -> int:
+        return self.table.rules.players
+
+    @property
+    def round(self) -> int:
+        return self.table.round
+
+    @property
+    def leader(self) -> int:
+        return self.table.leader
+
+    @property
+    def game_over(self) -> bool:
+        return self.table.game_over
+
+    @property
+    def winner(self) -> int | None:
+        return self.table.winner
+
+    @property
+    def sides(self) -> tuple[tuple[int, ...], ...]:
+        return self.table.sides
+
+    @property
+    def boneyard_size(self) -> int:
+        return len(self.boneyard_tiles)
+
+    def hand(self, seat: int) -> tuple[Tile, ...]:
+        """Seat's tiles, highest first (not for showing to other seats)."""
+        return tuple(TILES[i] for i in mask_tiles(self.hand_masks[seat]))
+
+    @property
+    def layout_tiles(self) -> tuple[Tile, ...]:
+        """The tiles on the table in play order."""
+        return tuple(TILES[n[0]] for n in self.nodes)
+
+    @property
+    def results(self) -> tuple[HandResult, ...]:
+        """Results of the finished rounds, in order."""
+        return tuple(r.result for r in self.table.past if r.result is not None)

@@ -1,0 +1,101 @@
+"""Tiles of the double-six set and their integer encoding used on the hot path.
+
+A tile's `index` (0..27) is `high*(high+1)//2 + low`; hands are bitmasks over
+those indexes. Imports only `engine.errors`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.errors import InvalidNotation
+
+_DIGITS = "0123456789"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Tile:
+    """One domino. `Tile(4, 6) == Tile(6, 4)`; written with the higher half first."""
+
+    high: int
+    low: int
+    index: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        high, low = self.high, self.low
+        if (
+            type(high) is not int
+            or type(low) is not int
+            or not 0 <= high <= 6
+            or not 0 <= low <= 6
+        ):
+            raise InvalidNotation(
+                "bad_tile", f"a tile has two halves from 0 to 6, not {high!r}, {low!r}"
+            )
+        if low > high:
+            high, low = low, high
+            object.__setattr__(self, "high", high)
+            object.__setattr__(self, "low", low)
+        object.__setattr__(self, "index", high * (high + 1) // 2 + low)
+
+    @classmethod
+    def parse(cls, text: object) -> Tile:
+        """Read `"a-b"` (either half first); anything else raises `InvalidNotation`."""
+        if (
+            isinstance(text, str)
+            and len(text) == 3
+            and text[1] == "-"
+            and text[0] in _DIGITS
+            and text[2] in _DIGITS
+        ):
+            a, b = int(text[0]), int(text[2])
+            if a <= 6 and b <= 6:
+                return TILES[a * (a + 1) // 2 + b if a >= b else b * (b + 1) // 2 + a]
+        raise InvalidNotation("bad_tile", f"{text!r} is not a tile (write it like \"6-4\")")
+
+    @property
+    def pips(self) -> int:
+        return self.high + self.low
+
+    @property
+    def is_double(self) -> bool:
+        return self.high == self.low
+
+    def __str__(self) -> str:
+        return f"{self.high}-{self.low}"
+
+
+TILES: tuple[Tile, ...] = tuple(Tile(h, lo) for h in range(7) for lo in range(h + 1))
+"""All 28 tiles; `TILES[i].index == i`."""
+
+HIGH: tuple[int, ...] = tuple(t.high for t in TILES)
+LOW: tuple[int, ...] = tuple(t.low for t in TILES)
+PIPS: tuple[int, ...] = tuple(t.pips for t in TILES)
+IS_DOUBLE: tuple[bool, ...] = tuple(t.is_double for t in TILES)
+NAMES: tuple[str, ...] = tuple(str(t) for t in TILES)
+DOUBLES_MASK: int = sum(1 << t.index for t in TILES if t.is_double)
+FULL_SET: int = (1 << 28) - 1
+VALUE_MASK: tuple[int, ...] = tuple(
+    sum(1 << t.index for t in TILES if v in (t.high, t.low)) for v in range(7)
+)
+"""VALUE_MASK[v]: the bitmask of the tiles showing pip value v on either half."""
+
+
+def tile_index(text: object) -> int:
+    """The index of the tile written `text` (raises `InvalidNotation`)."""
+    return Tile.parse(text).index
+
+
+def mask_tiles(mask: int) -> list[int]:
+    """The tile indexes set in a hand bitmask, highest tile first."""
+    return [i for i in range(27, -1, -1) if mask >> i & 1]
+
+
+def mask_pips(mask: int) -> int:
+    """The pips of a hand bitmask."""
+    total = 0
+    while mask:
+        bit = mask & -mask
+        total += PIPS[bit.bit_length() - 1]
+        mask ^= bit
+    return total
