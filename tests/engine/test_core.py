@@ -93,7 +93,7 @@ def test_pagat_sequence_scores_and_views() -> None:
     assert sorted(seen["legal"], key=str) == sorted([
         {"play": "6-3", "on": "4-3"}, {"play": "6-3", "on": "3-1"}, {"play": "0-0", "on": "5-0"},
     ], key=str)
-    assert seen["layout"][1] == {"tile": "1-1", "parent": 0, "side": "L", "inner": 1,
+    assert seen["layout"][1] == {"tile": "1-1", "parent": 0, "side": "R", "inner": 1,
                                  "spinner": True}
 
 
