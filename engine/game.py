@@ -12,7 +12,16 @@ from collections.abc import Mapping, Sequence
 from engine.errors import IllegalMove, InvalidNotation, InvalidTranscript
 from engine.layout import Ends, Nodes, attach, candidate_ons, end_total, find_end, lead, open_mask
 from engine.moves import DRAW, LEADS, PASS, PLAYS, Draw, Move, Pass, Play
-from engine.rounds import close_round, deal, game_result, may_draw, round_rng, settle, start_round
+from engine.rounds import (
+    close_round,
+    deal,
+    deal_next_round,
+    game_result,
+    may_draw,
+    round_rng,
+    settle,
+    start_round,
+)
 from engine.rules import rules_from_spec
 from engine.scoring import play_points
 from engine.state import DREW, PASSED, PLAYED, GameState, LogEntry
@@ -102,7 +111,21 @@ def _lead_moves(state: GameState, hand: int) -> list[Move]:
 
 
 def apply(state: GameState, seat: int, move: Move) -> tuple[GameState, list[Event]]:
-    """Play `move` for `seat`: the new state and the events; raises `IllegalMove` otherwise."""
+    """Play `move` for `seat`: the new state and the events; raises `IllegalMove` otherwise.
+
+    When the move ends a hand and not the game, the next round is dealt at once.
+    """
+    new, events = apply_until_hand_end(state, seat, move)
+    if new.turn is None and not new.table.game_over:
+        new = deal_next_round(new)
+        events.append({"type": "deal", "round": new.table.round, "leader": new.table.leader})
+    return new, events
+
+
+def apply_until_hand_end(
+    state: GameState, seat: int, move: Move
+) -> tuple[GameState, list[Event]]:
+    """`apply`, except that a hand's end leaves the state between rounds (turn None)."""
     if state.table.game_over:
         raise IllegalMove("game_over", "the game is over")
     if seat != state.turn or type(seat) is not int:

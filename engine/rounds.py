@@ -155,14 +155,14 @@ def start_round(
     )
 
 
-def deal_next_round(table: Table, scores: tuple[int, ...], lead_from: tuple[int, ...],
-                    past: tuple[RoundRecord, ...]) -> GameState:
-    """Deal round `table.round + 1` from the game's seed."""
+def deal_next_round(state: GameState) -> GameState:
+    """From a state between rounds, deal round `round + 1` from the game's seed."""
+    table = state.table
     rnd = table.round + 1
     rng = round_rng(table.seed, rnd)
     hands, boneyard = deal(table.rules, rng)
-    return start_round(table.rules, table.seed, rnd, lead_from, past, scores, hands, boneyard,
-                       None, rng)
+    return start_round(table.rules, table.seed, rnd, table.lead_from, table.past, state.scores,
+                       hands, boneyard, None, rng)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +272,7 @@ def close_round(state: GameState, hands: tuple[int, ...], boneyard: tuple[int, .
                 end: str, winner: int | None, bonus: int, pips: tuple[int, ...],
                 next_lead: tuple[int, ...], game_winner: int | None,
                 events: list[Event]) -> GameState:
-    """Record the finished round; deal the next one unless the game is over."""
+    """Record the finished round: the game's final state, or one between rounds (turn None)."""
     table = state.table
     result = HandResult(
         end=end, winner=winner, bonus=bonus, pips=pips,
@@ -289,9 +289,8 @@ def close_round(state: GameState, hands: tuple[int, ...], boneyard: tuple[int, .
         events.append({"type": "game_end", "winner": game_winner, "totals": list(scores)})
         final = replace(table, past=past, game_over=True, winner=game_winner)
         return GameState(final, None, scores, hands, boneyard, nodes, ends, log)
-    nxt = deal_next_round(table, scores, next_lead, past)
-    events.append({"type": "deal", "round": nxt.table.round, "leader": nxt.table.leader})
-    return nxt
+    between = replace(table, past=past, lead_from=next_lead)
+    return GameState(between, None, scores, hands, boneyard, nodes, ends, log)
 
 
 def may_draw(rules: Rules, boneyard: tuple[int, ...]) -> bool:

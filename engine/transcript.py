@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.errors import EngineError, IllegalMove, InvalidNotation, InvalidTranscript
-from engine.game import apply, game_from_deal
+from engine.game import apply_until_hand_end, game_from_deal
 from engine.moves import move_from_data
 from engine.rounds import check_deal, start_round
 from engine.rules import Rules, rules_from_spec
@@ -86,7 +86,7 @@ def _start(state: GameState | None, spec: Any, players: int, rnd: object) -> Gam
     table = state.table
     rules: Rules = table.rules
     dealt, rest = check_deal(rules, hands, boneyard)
-    return start_round(rules, table.seed, table.round, table.lead_from, table.past,
+    return start_round(rules, table.seed, table.round + 1, table.lead_from, table.past,
                        state.scores, dealt, rest, leader)
 
 
@@ -125,7 +125,7 @@ def _walk(transcript: object, after: Callable[[GameState], None] | None) -> dict
                 if end is not None:
                     raise IllegalMove("hand_over", "the hand has ended; nothing may follow it")
                 seat, move = _parse_move(data, players)
-                state, events = apply(state, seat, move)
+                state, events = apply_until_hand_end(state, seat, move)
             except EngineError as exc:
                 exc.round, exc.move = r_index, k
                 raise
@@ -136,7 +136,7 @@ def _walk(transcript: object, after: Callable[[GameState], None] | None) -> dict
                 elif event["type"] == "hand_end":
                     end = event
             scores.append(points)
-            if after is not None and not (end is not None and r_index + 1 < len(rounds)):
+            if after is not None:
                 after(state)
         finished = end is not None
         if end is None:
@@ -155,9 +155,9 @@ def replay(transcript: dict[str, Any]) -> dict[str, Any]:
 
 
 def replay_views(transcript: dict[str, Any]) -> list[dict[str, Any]]:
-    """Spectator views: the start of the first round, then the position after each move.
+    """Spectator views: the start of each round, then the position after each of its moves.
 
-    After a round's last move the view shows the next round's deal from the transcript.
+    After a round's last move the view shows the finished layout (turn None).
     """
     views: list[dict[str, Any]] = []
     _walk(transcript, lambda s: views.append(view(s, None)))
