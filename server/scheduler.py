@@ -1,0 +1,186 @@
+"""Deadlines: bots that move by themselves and clocks that run out.
+
+Each table version that needs an action later has an entry ``<id>:<version>`` in the Redis zset
+``deadlines`` (written after every commit), so deadlines survive restarts. `Scheduler.run` polls
+the due entries; for each it takes the table's lease (SET NX PX, so one process acts), re-checks
+the version, and acts through the table's one write path: a bot seat plays its move, an expired
+clock is played by a bot or forfeits the game. Imports engine and the table service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import secrets
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+import engine
+from server.record import FINISHED, STANDIN_BOT, TableRecord
+from server.rejected import Rejected
+from server.tables import Change, Loaded
+
+if TYPE_CHECKING:
+    from server.tables import TableService
+
+log = logging.getLogger("server.scheduler")
+
+POLL_S = 0.1
+LEASE_MS = 10_000
+BATCH = 50
+REARM_PAGE = 500
+
+
+def choose_move(level: str, view: dict[str, Any], seed: int) -> Any:
+    """The move a bot of ``level`` makes from a seat's view (engine.bots when available)."""
+    try:
+        from engine.bots import choose_move as engine_choose
+    except ImportError:
+        legal = view["legal"]
+        return engine.move_from_data(random.Random(seed).choice(legal))
+    return engine_choose(level, view, seed)
+
+
+def bot_seed(record: TableRecord, version: int) -> int:
+    return (record.seed * 1_000_003 + version) % (1 << 62)
+
+
+class Scheduler:
+    """Acts on due deadlines for one `TableService`."""
+
+    def __init__(self, service: TableService) -> None:
+        self.service = service
+        self.store = service.store
+        self.owner = secrets.token_hex(8)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Until ``stop`` is set: re-arm missing deadlines once, then act on due ones."""
+        try:
+            await self.rearm()
+        except RedisError as exc:
+            log.warning("could not re-arm deadlines: %s", exc)
+        while not stop.is_set():
+            try:
+                acted = await self.run_once()
+                wait = 0.0 if acted >= BATCH else await self._idle_wait()
+            except RedisError as exc:
+                log.warning("deadline loop: redis error: %s", exc)
+                wait = 1.0
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), wait)
+
+    async def _idle_wait(self) -> float:
+        first = await self.store.next_due_ms()
+        if first is None:
+            return POLL_S
+        return min(POLL_S, max(0.0, (first - self.service.now_ms()) / 1000))
+
+    async def run_once(self) -> int:
+        """Act on every entry due now (up to a batch); returns how many were due."""
+        due = await self.store.due(self.service.now_ms(), BATCH)
+        for table_id, version in due:
+            try:
+                await self.act(table_id, version)
+            except RedisError:
+                raise
+            except Exception:
+                log.exception("deadline of table %s v%d failed", table_id, version)
+                # Try again a little later instead of spinning on a broken table.
+                await self.store.schedule(table_id, version, version,
+                                          self.service.now_ms() + 5_000)
+        return len(due)
+
+    async def act(self, table_id: str, version: int) -> None:
+        if not await self.store.acquire_lease(table_id, self.owner, LEASE_MS):
+            return
+        try:
+            await self._act(table_id, version)
+        finally:
+            await self.store.release_lease(table_id, self.owner)
+
+    async def _act(self, table_id: str, version: int) -> None:
+        try:
+            loaded = await self.service._load(table_id)
+        except Rejected:
+            await self.store.unschedule(table_id, version)
+            return
+        if loaded.version != version:
+            await self.store.unschedule(table_id, version)  # a later version has its own entry
+            return
+        record = loaded.record
+        seat = record.seat_to_move
+        now = self.service.now_ms()
+        if seat is None:
+            await self.store.unschedule(table_id, version)
+            return
+        level = record.bot_level(seat)
+        if level is None:
+            deadline = record.clock.deadline_ms if record.clock else None
+            if deadline is None:
+                await self.store.unschedule(table_id, version)
+                return
+            if deadline > now:
+                await self.store.schedule(table_id, version, version, deadline)
+                return
+        change = self._bot_move if level is not None else self._timeout
+        try:
+            await self.service._write(
+                table_id, lambda current: change(current, seat, version),
+                expected=version, client=(-1, f"deadline:{version}"))
+        except Rejected as rej:
+            if rej.code != "stale_version":
+                raise
+            await self.store.unschedule(table_id, version)
+
+    def _bot_move(self, loaded: Loaded, seat: int, version: int) -> Change:
+        record = loaded.record
+        level = record.bot_level(seat) or STANDIN_BOT
+        view = engine.view(record.game, seat)
+        move = choose_move(level, view, bot_seed(record, version))
+        return self.service._play(record, seat, move, None)
+
+    def _timeout(self, loaded: Loaded, seat: int, version: int) -> Change:
+        record = loaded.record
+        event = {"type": "timeout", "seat": seat, "action": record.config.on_timeout}
+        if record.config.on_timeout == "bot":
+            view = engine.view(record.game, seat)
+            move = choose_move(STANDIN_BOT, view, bot_seed(record, version))
+            return self.service._play(record, seat, move, event)
+        return Change(forfeit(record, seat, self.service.now_ms()), [event])
+
+    async def rearm(self) -> int:
+        """Give every playing table its deadline entry again (after a crash between a commit
+        and its deadline write). Returns how many tables were looked at."""
+        seen = 0
+        redis = self.store.redis
+        async for key in redis.scan_iter(match="t:{*}:v", count=REARM_PAGE):
+            table_id = bytes(key).decode()[3:-3]
+            seen += 1
+            try:
+                loaded = await self.service._load(table_id)
+            except Rejected:
+                continue
+            due = loaded.record.due_ms(self.service.now_ms(), self.service.bot_delay_ms)
+            if due is not None:
+                await redis.zadd("deadlines", {f"{table_id}:{loaded.version}": due}, nx=True)
+        return seen
+
+
+def forfeit(record: TableRecord, seat: int, now_ms: int) -> TableRecord:
+    """The game ends with ``seat``'s side losing: the other side wins (with three or more
+    sides, the best-scoring other side; nobody on a tie)."""
+    sides = [list(side) for side in record.game.sides]
+    losing = next(i for i, side in enumerate(sides) if seat in side)
+    scores = record.game.scores
+    others = [i for i in range(len(sides)) if i != losing]
+    best = max(scores[i] for i in others)
+    leaders = [i for i in others if scores[i] == best]
+    winner = leaders[0] if len(leaders) == 1 else None
+    record = replace(record, status=FINISHED,
+                     result={"winner": winner, "reason": "forfeit", "seat": seat})
+    return record.with_turn_clock(seat, record.game.round, now_ms)

@@ -1,0 +1,196 @@
+"""Validation of a create-table request into a `TableConfig` (settings fixed at creation).
+
+Owns the request shape of ``POST /api/tables``; imports `engine` for rules and bot levels only.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import engine
+from server.rejected import Rejected
+
+MAX_NAME = 60
+MAX_PLAYER_NAME = 32
+REQUEST_FIELDS = frozenset({"rules", "players", "bots", "clock", "on_timeout", "private", "name"})
+ON_TIMEOUT = ("bot", "forfeit")
+REALTIME_MOVE_S = (1, 3600)
+REALTIME_RESERVE_S = (0, 24 * 3600)
+TURN_MOVE_H = (1, 7 * 24)
+TURN_MAX_H = (1, 30 * 24)
+
+
+def bot_levels() -> tuple[str, ...]:
+    """The bot levels the engine offers."""
+    try:
+        from engine.bots import BOT_LEVELS
+    except ImportError:
+        return ("random", "greedy")
+    return tuple(BOT_LEVELS)
+
+
+@dataclass(frozen=True, slots=True)
+class ClockConfig:
+    """realtime: ``move_ms`` per move plus a ``reserve_ms`` bank per seat.
+    turn: every turn adds ``move_ms`` to the seat's bank, capped at ``max_ms`` (BGA style)."""
+
+    kind: str
+    move_ms: int
+    reserve_ms: int = 0
+    max_ms: int = 0
+
+    def to_request(self) -> dict[str, Any]:
+        """The clock as the create request writes it."""
+        if self.kind == "realtime":
+            return {"kind": "realtime", "move_s": _plain(self.move_ms / 1000),
+                    "reserve_s": _plain(self.reserve_ms / 1000)}
+        return {"kind": "turn", "move_h": _plain(self.move_ms / 3_600_000),
+                "max_h": _plain(self.max_ms / 3_600_000)}
+
+
+def _plain(number: float) -> int | float:
+    return int(number) if number.is_integer() else number
+
+
+@dataclass(frozen=True, slots=True)
+class TableConfig:
+    name: str
+    players: int
+    rules: Any  # the rules spec as plain data (preset name or {"preset": ..., ...})
+    bots: Mapping[int, str] = field(default_factory=dict)
+    clock: ClockConfig | None = None
+    on_timeout: str = "bot"
+    private: bool = False
+
+    def to_data(self) -> dict[str, Any]:
+        clock = None
+        if self.clock is not None:
+            clock = [self.clock.kind, self.clock.move_ms, self.clock.reserve_ms, self.clock.max_ms]
+        return {"name": self.name, "players": self.players, "rules": self.rules,
+                "bots": {str(s): lvl for s, lvl in self.bots.items()}, "clock": clock,
+                "on_timeout": self.on_timeout, "private": self.private}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> TableConfig:
+        clock = data["clock"]
+        return cls(
+            name=data["name"], players=data["players"], rules=data["rules"],
+            bots={int(s): lvl for s, lvl in data["bots"].items()},
+            clock=ClockConfig(clock[0], clock[1], clock[2], clock[3]) if clock else None,
+            on_timeout=data["on_timeout"], private=data["private"],
+        )
+
+
+def _bad(message: str) -> Rejected:
+    return Rejected("bad_request", message, status=400)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: object, what: str, bounds: tuple[int, int]) -> float:
+    low, high = bounds
+    if not (_is_int(value) or isinstance(value, float)) or isinstance(value, bool):
+        raise _bad(f"{what} must be a number")
+    number = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(number) or not low <= number <= high:
+        raise _bad(f"{what} must be between {low} and {high}")
+    return number
+
+
+def clean_name(value: object, what: str, limit: int) -> str:
+    """A display name: a string of 1..limit printable characters, outer spaces removed."""
+    if not isinstance(value, str):
+        raise _bad(f"{what} must be a string")
+    name = value.strip()
+    if not name:
+        raise _bad(f"{what} must not be empty")
+    if len(name) > limit:
+        raise _bad(f"{what} must be at most {limit} characters")
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        raise _bad(f"{what} must not contain control characters")
+    return name
+
+
+def _clock(value: object) -> ClockConfig | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise _bad("clock must be null or an object")
+    kind = value.get("kind")
+    if kind == "realtime":
+        if set(value) != {"kind", "move_s", "reserve_s"}:
+            raise _bad("a realtime clock has exactly kind, move_s and reserve_s")
+        move = _number(value["move_s"], "clock.move_s", REALTIME_MOVE_S)
+        reserve = _number(value["reserve_s"], "clock.reserve_s", REALTIME_RESERVE_S)
+        return ClockConfig("realtime", round(move * 1000), reserve_ms=round(reserve * 1000))
+    if kind == "turn":
+        if set(value) != {"kind", "move_h", "max_h"}:
+            raise _bad("a turn clock has exactly kind, move_h and max_h")
+        move = _number(value["move_h"], "clock.move_h", TURN_MOVE_H)
+        most = _number(value["max_h"], "clock.max_h", TURN_MAX_H)
+        if most < move:
+            raise _bad("clock.max_h must be at least clock.move_h")
+        return ClockConfig("turn", round(move * 3_600_000), max_ms=round(most * 3_600_000))
+    raise _bad('clock.kind must be "realtime" or "turn"')
+
+
+def _bots(value: object, players: int) -> dict[int, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _bad("bots must be an object mapping seats to bot levels")
+    levels = bot_levels()
+    bots: dict[int, str] = {}
+    for key, level in value.items():
+        text = str(key) if _is_int(key) else key
+        if not isinstance(text, str) or not text.isdigit() or not 0 <= int(text) < players:
+            raise _bad(f"bots: {key!r} is not a seat of a {players}-player table")
+        if level not in levels:
+            raise _bad(f"bots: level must be one of {', '.join(levels)}")
+        seat = int(text)
+        if seat in bots:
+            raise _bad(f"bots: seat {seat} given twice")
+        bots[seat] = str(level)
+    if len(bots) >= players:
+        raise _bad("at least one seat must be left for a person")
+    return bots
+
+
+def parse_create_request(request: object) -> TableConfig:
+    """Validate the body of a create request; raises Rejected (status 400) naming the problem."""
+    if not isinstance(request, Mapping):
+        raise _bad("the request must be a JSON object")
+    unknown = sorted(str(k) for k in request if k not in REQUEST_FIELDS)
+    if unknown:
+        raise _bad(f"unknown field {unknown[0]!r}")
+    players = request.get("players", 2)
+    if not _is_int(players) or not 2 <= players <= 4:  # type: ignore[operator]
+        raise _bad("players must be 2, 3 or 4")
+    assert isinstance(players, int)
+    spec = request.get("rules", engine.DEFAULT_PRESET)
+    if not isinstance(spec, str | Mapping):
+        raise Rejected("invalid_option", "rules must be a preset name or an object", status=400)
+    try:
+        rules = engine.rules_from_spec(spec, players)
+    except engine.EngineError as exc:
+        raise Rejected(exc.code, exc.message, status=400) from exc
+    on_timeout = request.get("on_timeout", "bot")
+    if on_timeout not in ON_TIMEOUT:
+        raise _bad('on_timeout must be "bot" or "forfeit"')
+    private = request.get("private", False)
+    if not isinstance(private, bool):
+        raise _bad("private must be true or false")
+    name = request.get("name")
+    preset = spec if isinstance(spec, str) else str(spec.get("preset", "dominoes"))
+    name = f"{preset} table" if name is None else clean_name(name, "name", MAX_NAME)
+    return TableConfig(
+        name=name[:MAX_NAME], players=players, rules=rules.spec,
+        bots=_bots(request.get("bots"), players), clock=_clock(request.get("clock")),
+        on_timeout=str(on_timeout), private=private,
+    )
