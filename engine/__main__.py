@@ -87,7 +87,12 @@ def register_selfplay(sub: Any) -> None:
     p.set_defaults(run=run_selfplay)
 
 
-COMMANDS: list[Callable[[Any], None]] = [register_replay, register_selfplay]
+from engine.match import register_match  # noqa: E402 (after the built-in commands)
+from engine.terminal import register_play  # noqa: E402
+
+COMMANDS: list[Callable[[Any], None]] = [
+    register_replay, register_selfplay, register_match, register_play,
+]
 
 
 def main(argv: list[str] | None = None) -> int:
