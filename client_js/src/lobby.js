@@ -4,7 +4,7 @@
  * api.js; the game itself happens on the table page.
  */
 import { api, playerName, saveSeat, savedSeat, setPlayerName } from "./api.js";
-import { el, esc } from "./view/dom.js";
+import { el, esc, fill } from "./view/dom.js";
 
 /** Presets of the rules (docs/notation.md); names are what the server accepts. */
 export const PRESETS = [
@@ -33,7 +33,7 @@ const presetLabel = (rules) => {
 export function showLobby(root) {
   const listBox = el("div", { class: "table-list", "aria-live": "polite" }, "Loading tables…");
   const form = createForm();
-  root.replaceChildren(el("div", { class: "lobby" },
+  fill(root, el("div", { class: "lobby" },
     el("section", { class: "panel create" }, el("h1", {}, "New table"), form),
     el("section", { class: "panel tables" },
       el("h2", {}, "Tables"), listBox,
@@ -79,7 +79,7 @@ function createForm() {
 
   function drawSeats() {
     const n = Number(form.players.value);
-    seatsBox.replaceChildren(...Array.from({ length: n - 1 }, (_, i) => field(`Seat ${i + 2}`,
+    fill(seatsBox, ...Array.from({ length: n - 1 }, (_, i) => field(`Seat ${i + 2}`,
       el("select", { name: `seat${i + 1}`, class: "seat-kind" },
         el("option", { value: "human" }, "Open for a player"),
         LEVELS.map((l) => el("option", { value: l, selected: l === "greedy" && i === 0 },
@@ -92,7 +92,7 @@ function createForm() {
     const timeout = field("When time runs out", el("select", { name: "on_timeout" },
       el("option", { value: "bot" }, "a bot plays the turn"),
       el("option", { value: "forfeit" }, "the game is forfeited")));
-    clockExtra.replaceChildren(...(kind === "realtime"
+    fill(clockExtra, ...(kind === "realtime"
       ? [num("move_s", "Seconds per move", 30, 600), num("reserve_s", "Reserve (seconds)", 120, 3600), timeout]
       : kind === "turn"
         ? [num("move_h", "Hours per move", 24, 240), num("max_h", "Most hours banked", 72, 720), timeout]
@@ -145,7 +145,7 @@ function field(label, input) {
 
 function renderList(box, tables) {
   if (tables.length === 0) {
-    box.replaceChildren(el("p", { class: "muted" }, "No open tables. Create one!"));
+    fill(box, el("p", { class: "muted" }, "No open tables. Create one!"));
     return;
   }
   const open = tables.filter((t) => t.status === "waiting");
@@ -171,7 +171,7 @@ function renderList(box, tables) {
         el("div", { class: "muted seats-line", html: names.join(" · ") })),
       el("div", { class: "table-actions" }, actions));
   };
-  box.replaceChildren(
+  fill(box,
     el("h3", {}, "Open"), open.length ? el("ul", {}, open.map(row)) : el("p", { class: "muted" }, "None"),
     el("h3", {}, "Live and finished"),
     live.length ? el("ul", {}, live.map(row)) : el("p", { class: "muted" }, "None"));

@@ -6,7 +6,7 @@
  */
 import { api } from "./api.js";
 import { boardSvg, boxFor } from "./view/board.js";
-import { el } from "./view/dom.js";
+import { el, fill } from "./view/dom.js";
 
 export function showReplay(root, id) {
   let views = [];
@@ -39,7 +39,7 @@ export function showReplay(root, id) {
   };
   document.addEventListener("keydown", onKey);
   const title = el("h1", {}, "Replay");
-  root.replaceChildren(el("div", { class: "replay-page" },
+  fill(root, el("div", { class: "replay-page" },
     el("section", { class: "felt" }, title, board, info, controls),
     el("aside", { class: "side panel" }, el("h2", {}, "Score"), scores,
       el("p", {}, el("a", { href: "#/", class: "button ghost" }, "Lobby")))));
@@ -57,10 +57,10 @@ export function showReplay(root, id) {
     const what = !m ? "Hand starts"
       : m.draw ? `${name(m.seat)} drew` : m.pass ? `${name(m.seat)} passed`
         : `${name(m.seat)} played ${m.play}${m.on ? ` on ${m.on}` : ""} · ends ${m.end_total}${m.points ? ` · +${m.points}` : ""}`;
-    info.replaceChildren(el("span", {}, `Hand ${v.round + 1}`), el("span", { class: "last-move" }, what),
+    fill(info, el("span", {}, `Hand ${v.round + 1}`), el("span", { class: "last-move" }, what),
       el("span", {}, "Boneyard ", el("strong", {}, v.boneyard)),
       v.game_over ? el("strong", { class: "final-tag" }, "Final") : null);
-    scores.replaceChildren(...v.sides.map((side, k) =>
+    fill(scores, ...v.sides.map((side, k) =>
       el("li", { class: "side-score" }, el("span", {}, side.map(name).join(" & ")),
         el("strong", {}, v.scores[k]))));
   }

@@ -38,7 +38,7 @@ export class TableSocket {
    * @param {() => string|null} o.token   seat token (null = spectator)
    * @param {() => number|null} o.version last version held (null = needs a snapshot)
    * @param {(msg: object) => void} o.onMessage
-   * @param {(status: string, detail?: string) => void} o.onStatus
+   * @param {(status: string, detail?: string, closeCode?: number) => void} o.onStatus
    */
   constructor(o) {
     Object.assign(this, { url: o.url, table: o.table, token: o.token, version: o.version });
@@ -61,9 +61,9 @@ export class TableSocket {
     this.open();
   }
 
-  setStatus(status, detail) {
+  setStatus(status, detail, code) {
     this.status = status;
-    this.onStatus(status, detail);
+    this.onStatus(status, detail, code);
   }
 
   open() {
@@ -143,7 +143,7 @@ export class TableSocket {
     const final = FINAL_CLOSES.get(code);
     if (final) {
       this.closed = true;
-      this.setStatus("offline", final);
+      this.setStatus("offline", final, code);
       return;
     }
     this.scheduleRetry();

@@ -65,9 +65,13 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
       token: () => savedSeat(id)?.token ?? null,
       version: () => sinceVersion(state),
       onMessage: dispatch,
-      onStatus: (status, detail) => {
+      onStatus: (status, detail, code) => {
         dispatch({ t: "local/conn", status });
         onConnection(status, detail);
+        if (code === 4002 && savedSeat(id) === null) {
+          // the seat token was refused (the seat was left): watch instead
+          setTimeout(connect, 0);
+        }
       },
     });
   }

@@ -19,19 +19,20 @@ export function boxFor(width, height) {
  */
 export function boardSvg(layout, { box, candidates = [], last = null } = {}) {
   if (!layout || layout.length === 0) {
-    return `<svg class="board-svg" viewBox="-4 -2 8 4" role="img" aria-label="empty layout">
-<text x="0" y="0.2" class="board-empty" text-anchor="middle">Waiting for the lead</text></svg>`;
+    return `<p class="board-empty">Waiting for the lead</p>`;
   }
   const { nodes, bounds } = placeLayout(layout, box);
-  const pad = 0.6;
-  const view = [bounds.x - pad, bounds.y - pad, bounds.w + 2 * pad, bounds.h + 2 * pad]
+  // never zoom in past the box's scale, so a short layout keeps tiles a sensible size
+  const w = Math.max(bounds.w + 1.2, box.w * 0.8);
+  const h = Math.max(bounds.h + 1.2, box.h * 0.8);
+  const view = [bounds.x + bounds.w / 2 - w / 2, bounds.y + bounds.h / 2 - h / 2, w, h]
     .map((n) => n.toFixed(2)).join(" ");
   const tiles = nodes.map((n) => {
     const isCandidate = candidates.includes(n.tile);
     const cls = [n.index === last ? "last" : "", isCandidate ? "candidate" : "",
       n.spinner ? "spinner" : ""].join(" ");
     const attrs = isCandidate
-      ? `data-on="${n.tile}" tabindex="0" role="button" aria-label="play on ${n.tile}"`
+      ? `data-tile="${n.tile}" data-on="${n.tile}" tabindex="0" role="button" aria-label="play on ${n.tile}"`
       : `data-tile="${n.tile}" aria-label="${n.tile}"`;
     return tileSvg(n.near, n.far, { cx: n.rect.cx, cy: n.rect.cy, angle: n.angle, cls, attrs });
   });

@@ -39,3 +39,8 @@ export function formatClock(ms) {
   }
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
+
+/** Replaces a node's children, skipping null/false entries (replaceChildren would print "null"). */
+export function fill(node, ...children) {
+  node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}

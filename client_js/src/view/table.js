@@ -7,7 +7,7 @@
  */
 import { playsByTile, canMove } from "../store.js";
 import { boardSvg, boxFor } from "./board.js";
-import { el, esc, formatClock } from "./dom.js";
+import { el, esc, fill, formatClock } from "./dom.js";
 import { tileBack, uprightTile } from "./tiles.js";
 import { roundSummary } from "./summary.js";
 
@@ -53,7 +53,7 @@ export class TableView {
         el("details", { class: "panel", open: true }, el("summary", {}, "This hand"), d.history),
         el("div", { class: "panel chat" }, el("h2", {}, "Chat"), d.chatLog, chatForm)),
       d.overlay);
-    root.replaceChildren(this.page);
+    fill(root, this.page);
     d.hand.addEventListener("keydown", (e) => this.handKeys(e));
     d.hand.addEventListener("click", (e) => {
       const b = e.target.closest("button[data-tile]");
@@ -100,6 +100,7 @@ export class TableView {
     const game = doc?.game ?? null;
     const table = doc?.table ?? null;
     this.page.dataset.seat = state.seat ?? "spectator";
+    this.page.dataset.v = state.v ?? "";
     this.page.classList.toggle("spectator", state.seat === null);
     this.page.classList.toggle("my-turn", canMove(state));
     this.region("waiting", [table, game, ui.joinError], () => this.drawWaiting(table, game, state, ui));
@@ -136,7 +137,7 @@ export class TableView {
     const seats = table.seats ?? [];
     const canJoin = state.seat === null;
     const invite = ui.invite ? `${location.origin}${location.pathname}#/t/${table.id}?invite=${encodeURIComponent(ui.invite)}` : null;
-    w.replaceChildren(
+    fill(w,
       el("h2", {}, table.name || "Table"),
       el("p", {}, "Waiting for players…"),
       el("ul", { class: "waiting-seats" }, seats.map((s, i) => el("li", {},
@@ -171,7 +172,8 @@ export class TableView {
         ? el("span", { class: "backs", html: tileBack().repeat(Math.min(count, 9)) }) : null;
       return el("div", { class: `seat-chip${turn ? " turn" : ""}`, "data-seat": i },
         el("span", { class: `dot ${online ? "on" : "off"}`, title: online ? "connected" : "away" }),
-        el("span", { class: "seat-name" }, this.seatName(table, i), s?.bot ? el("small", {}, " bot") : null),
+        el("span", { class: "seat-name" }, this.seatName(table, i),
+          s?.bot && !/bot/i.test(this.seatName(table, i)) ? el("small", {}, " (bot)") : null),
         count !== undefined ? el("span", { class: "count", title: "tiles in hand" }, `${count}`) : null,
         backs,
         el("span", { class: "clock", "data-clock-seat": i }));
@@ -179,8 +181,8 @@ export class TableView {
     const order = [];
     for (let k = 0; k < n; k++) order.push(mySeat === null ? k : (mySeat + 1 + k) % n);
     const others = order.filter((i) => i !== mySeat);
-    this.dom.seats.replaceChildren(...(table ? others.map(chip) : []));
-    this.dom.me.replaceChildren(...(table && mySeat !== null ? [chip(mySeat)] : []));
+    fill(this.dom.seats, ...(table ? others.map(chip) : []));
+    fill(this.dom.me, ...(table && mySeat !== null ? [chip(mySeat)] : []));
   }
 
   drawBoard(game, ui) {
@@ -203,7 +205,7 @@ export class TableView {
       return;
     }
     const last = game.history?.at(-1);
-    this.dom.info.replaceChildren(
+    fill(this.dom.info,
       el("span", { class: "ends" }, "Ends ", el("strong", { class: "end-total" }, game.end_total ?? 0)),
       el("span", { class: "boneyard" }, "Boneyard ", el("strong", {}, game.boneyard ?? 0)),
       el("span", { class: "round" }, `Hand ${(game.round ?? 0) + 1}`),
@@ -219,7 +221,7 @@ export class TableView {
     const focused = document.activeElement?.closest?.(".hand button")?.dataset.tile;
     const plays = playsByTile(game);
     const mine = canMove(state);
-    h.replaceChildren(...hand.map((tile, i) => {
+    fill(h, ...hand.map((tile, i) => {
       const playable = mine && tile in plays;
       const cls = `hand-tile${playable ? " playable" : ""}${ui.selected === tile ? " selected" : ""}`;
       return el("button", {
@@ -288,7 +290,7 @@ export class TableView {
             : turn === null || turn === undefined ? "" : `${this.seatName(state.doc.table, turn)} to play`;
       out.push(el("span", { class: `hint${mine ? " your-turn" : ""}` }, text));
     }
-    box.replaceChildren(...out);
+    fill(box, ...out);
   }
 
   drawNotice(state) {
@@ -298,7 +300,7 @@ export class TableView {
       box.replaceChildren();
       return;
     }
-    box.replaceChildren(el("span", {}, MOVE_WORDS[n.code] ?? n.message),
+    fill(box, el("span", {}, MOVE_WORDS[n.code] ?? n.message),
       el("button", { type: "button", class: "ghost", "aria-label": "dismiss",
         onclick: () => this.actions.dismiss() }, "×"));
   }
@@ -310,7 +312,7 @@ export class TableView {
       return;
     }
     const target = game.rules?.target;
-    box.replaceChildren(el("h2", {}, `Score`, target ? el("small", {}, ` to ${target}`) : null),
+    fill(box, el("h2", {}, `Score`, target ? el("small", {}, ` to ${target}`) : null),
       el("ul", {}, (game.sides ?? []).map((side, k) => el("li", { class: "side-score", "data-side": k },
         el("span", {}, side.map((s) => this.seatName(table, s)).join(" & ")),
         el("strong", {}, game.scores?.[k] ?? 0)))));
@@ -319,12 +321,12 @@ export class TableView {
   drawHistory(game, table) {
     const items = (game?.history ?? []).slice(-30).map((m) =>
       el("li", { class: m.points > 0 ? "scored" : "" }, describeMove(m, table, this)));
-    this.dom.history.replaceChildren(...items);
+    fill(this.dom.history, ...items);
     this.dom.history.scrollTop = this.dom.history.scrollHeight;
   }
 
   drawChat(chat) {
-    this.dom.chatLog.replaceChildren(...chat.map((c) =>
+    fill(this.dom.chatLog, ...chat.map((c) =>
       el("li", {}, el("b", {}, c.name || (c.seat === null ? "spectator" : `Seat ${c.seat + 1}`)), " ", c.text)));
     this.dom.chatLog.scrollTop = this.dom.chatLog.scrollHeight;
   }

@@ -1,0 +1,73 @@
+"""Browser test fixtures: the built client, the real service, and Debian's Chromium.
+
+- ``client_build``: makes sure client_js/dist is built (npm ci + build when missing).
+- ``service``: ``python -m server`` on a free port over the test Redis (tests/support/servers.py).
+- ``browser``: one Chromium per module through the sync Playwright API (no asyncio here).
+- ``shots``: a function saving a page screenshot under artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.support.servers import ServiceProcess
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT = REPO / "client_js"
+SHOTS = REPO / "artifacts" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def client_build() -> Path:
+    dist = CLIENT / "dist"
+    if not (dist / "app.js").exists():
+        if not (CLIENT / "node_modules").exists():
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=CLIENT, check=True)
+        subprocess.run(["npm", "run", "build"], cwd=CLIENT, check=True)
+    return dist
+
+
+@pytest.fixture
+def service(redis_url: str, client_build: Path) -> Iterator[ServiceProcess]:
+    with ServiceProcess(redis_url) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def shots() -> Callable[[Page, str], None]:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+
+    def save(page: Page, name: str) -> None:
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+    return save
+
+
+def post_json(url: str, body: dict[str, Any]) -> Any:
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as res:
+        return json.loads(res.read())

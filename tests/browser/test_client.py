@@ -1,0 +1,238 @@
+"""End-to-end: real Chromium pages play, watch and resume against the real service.
+
+Every move is made by clicking the page as a player would: a playable tile in the hand,
+an end when several fit, or the draw / pass button. The pages learn everything from the
+server (the hand, the legal moves), so the tests never decide a move themselves beyond
+"the first thing the page offers".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import post_json
+from tests.support.servers import ServiceProcess
+
+pytestmark = pytest.mark.browser
+
+SUMMARY = ".overlay:not([hidden]) .round-summary"
+MAX_STEPS = 200
+
+
+def version(page: Page) -> str:
+    return page.locator(".table-page").get_attribute("data-v") or ""
+
+
+def play_one(page: Page) -> bool:
+    """If this page may move, make one move by clicking and wait for the new version."""
+    if page.locator(".table-page.my-turn").count() == 0:
+        return False
+    before = version(page)
+    playable = page.locator(".hand-tile.playable")
+    if playable.count():
+        playable.first.click()
+        ends = page.locator(".buttons .end-choice")
+        if ends.count():
+            # the candidate ends are highlighted on the board too
+            expect(page.locator(".board .tile.candidate").first).to_be_visible()
+            ends.first.click()
+    elif page.locator('[data-action="draw"]').count():
+        page.locator('[data-action="draw"]').click()
+    elif page.locator('[data-action="pass"]').count():
+        page.locator('[data-action="pass"]').click()
+    else:
+        return False
+    page.wait_for_function(
+        "v => document.querySelector('.table-page').dataset.v !== v", arg=before, timeout=10_000
+    )
+    return True
+
+
+def play_until(pages: list[Page], done: Callable[[], bool], limit: int = MAX_STEPS) -> int:
+    """Clicks moves on whichever page may move until `done()`; returns the moves made."""
+    moves = 0
+    for _ in range(limit):
+        if done():
+            return moves
+        moved = False
+        for page in pages:
+            if play_one(page):
+                moves += 1
+                moved = True
+                break
+        if not moved:
+            pages[0].wait_for_timeout(50)
+    raise AssertionError(f"not done after {limit} steps")
+
+
+def board_tiles(page: Page) -> list[tuple[str, str]]:
+    tiles = page.locator(".board .tile")
+    return [
+        (tiles.nth(i).get_attribute("data-tile") or "", tiles.nth(i).get_attribute("transform") or "")
+        for i in range(tiles.count())
+    ]
+
+
+def open_table(browser: Browser, url: str, table: str, **context: object) -> Page:
+    page = browser.new_context(**context).new_page()  # type: ignore[arg-type]
+    page.goto(f"{url}/#/t/{table}")
+    return page
+
+
+def sit(page: Page, seat: int, name: str) -> None:
+    page.locator(".waiting input[name=player]").fill(name)
+    page.locator(f'.waiting button[data-seat="{seat}"]').click()
+    expect(page.locator(".table-page")).to_have_attribute("data-seat", str(seat))
+
+
+def record_connection_states(page: Page) -> None:
+    page.evaluate(
+        """() => {
+        const badge = document.getElementById('conn');
+        window.__conn = [badge.dataset.state];
+        new MutationObserver(() => window.__conn.push(badge.dataset.state))
+          .observe(badge, {attributes: true, attributeFilter: ['data-state']});
+    }"""
+    )
+
+
+def two_players_and_a_spectator(browser: Browser, service: ServiceProcess) -> list[Page]:
+    table = post_json(f"{service.url}/api/tables", {"rules": "all-fives", "players": 2,
+                                                    "name": "Browser duel"})["id"]
+    size = {"viewport": {"width": 1200, "height": 820}}
+    ann = open_table(browser, service.url, table, **size)
+    bob = open_table(browser, service.url, table, **size)
+    sit(ann, 0, "ann")
+    sit(bob, 1, "bob")
+    for page in (ann, bob):
+        expect(page.locator(".hand .hand-tile")).to_have_count(7)
+    watcher = open_table(browser, service.url, table, **size)
+    expect(watcher.locator(".table-page")).to_have_attribute("data-seat", "spectator")
+    return [ann, bob, watcher]
+
+
+def test_two_players_play_a_whole_hand_and_a_spectator_sees_the_same_layout(
+    browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
+) -> None:
+    ann, bob, watcher = two_players_and_a_spectator(browser, service)
+    expect(watcher.locator(".hand")).to_be_hidden()
+    shots(ann, "01-hand-dealt")
+
+    play_until([ann, bob], lambda: len(board_tiles(ann)) >= 6 or ann.locator(SUMMARY).count() > 0)
+    if ann.locator(SUMMARY).count() == 0:
+        v = version(ann)
+        for page in (bob, watcher):
+            expect(page.locator(".table-page")).to_have_attribute("data-v", v)
+        assert board_tiles(watcher) == board_tiles(ann) == board_tiles(bob)
+        assert watcher.locator(".end-total").inner_text() == ann.locator(".end-total").inner_text()
+        shots(ann, "02-mid-hand-player")
+        shots(watcher, "03-mid-hand-spectator")
+
+    play_until([ann, bob], lambda: ann.locator(SUMMARY).count() > 0)
+    for page in (ann, bob, watcher):
+        expect(page.locator(SUMMARY)).to_be_visible()
+        expect(page.locator(f"{SUMMARY} .reveal")).to_have_count(2)
+    # everybody sees the same revealed hands and totals
+    summary = ann.locator(SUMMARY).inner_text()
+    assert bob.locator(SUMMARY).inner_text() == summary
+    assert watcher.locator(SUMMARY).inner_text() == summary
+    shots(ann, "04-hand-summary")
+    ann.locator(".overlay [data-dismiss]").click()
+    expect(ann.locator(".overlay")).to_be_hidden()
+    expect(ann.locator(".hand .hand-tile")).to_have_count(7)
+
+
+def test_pages_resume_by_themselves_after_a_server_restart_mid_hand(
+    browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
+) -> None:
+    ann, bob, watcher = two_players_and_a_spectator(browser, service)
+    play_until([ann, bob], lambda: len(board_tiles(ann)) >= 3)
+    for page in (ann, bob, watcher):
+        record_connection_states(page)
+    v_before = int(version(ann))
+
+    service.restart()
+
+    for page in (ann, bob, watcher):
+        expect(page.locator("#conn")).to_have_attribute("data-state", "online", timeout=15_000)
+        states = page.evaluate("window.__conn")
+        assert "reconnecting" in states, states
+    assert int(version(ann)) == v_before
+    shots(ann, "05-after-restart")
+
+    play_until([ann, bob], lambda: ann.locator(SUMMARY).count() > 0)
+    for page in (ann, bob, watcher):
+        expect(page.locator(SUMMARY)).to_be_visible()
+    assert watcher.locator(SUMMARY).inner_text() == ann.locator(SUMMARY).inner_text()
+
+
+def create_against_bot_from_lobby(page: Page, url: str) -> None:
+    page.goto(f"{url}/#/")
+    form = page.locator("form.create-form")
+    form.locator("input[name=player]").fill("cy")
+    form.locator("select[name=preset]").select_option("all-fives")
+    form.locator("select[name=players]").select_option("2")
+    form.locator("select[name=seat1]").select_option("greedy")
+    form.locator("button[type=submit]").click()
+    expect(page).to_have_url(re.compile(r"#/t/\w+"))
+    expect(page.locator(".table-page")).to_have_attribute("data-seat", "0")
+    expect(page.locator(".hand .hand-tile")).to_have_count(7)
+    expect(page.locator("#conn")).to_have_attribute("data-state", "online")
+
+
+def test_a_table_against_a_bot_created_from_the_lobby(
+    browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
+) -> None:
+    page = browser.new_context(viewport={"width": 1280, "height": 860}).new_page()
+    page.goto(f"{service.url}/#/")
+    expect(page.locator("form.create-form")).to_be_visible()
+    shots(page, "00-lobby")
+    create_against_bot_from_lobby(page, service.url)
+    mine = 0
+    for _ in range(MAX_STEPS):
+        if mine >= 4 or page.locator(".overlay:not([hidden])").count():
+            break
+        if play_one(page):
+            mine += 1
+        else:
+            page.wait_for_timeout(50)
+    assert mine >= 1
+    history = page.locator(".history li")
+    assert history.count() >= mine
+    shots(page, "06-against-bot")
+    # a reload resumes the same seat with the token kept in localStorage
+    v = version(page)
+    page.reload()
+    expect(page.locator(".table-page")).to_have_attribute("data-seat", "0")
+    expect(page.locator(".table-page")).to_have_attribute("data-v", v)
+
+
+def test_a_360_pixel_wide_page_is_playable(
+    browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
+) -> None:
+    page = browser.new_context(
+        viewport={"width": 360, "height": 740}, device_scale_factor=2, is_mobile=True,
+        has_touch=True,
+    ).new_page()
+    create_against_bot_from_lobby(page, service.url)
+    mine = 0
+    for _ in range(MAX_STEPS):
+        if mine >= 3 or page.locator(".overlay:not([hidden])").count():
+            break
+        if play_one(page):
+            mine += 1
+        else:
+            page.wait_for_timeout(50)
+    assert mine >= 1
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 360, f"page scrolls sideways: {width}px"
+    for tile in page.locator(".hand .hand-tile").all():
+        box = tile.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 360
+    board = page.locator(".board").bounding_box()
+    assert board is not None and board["width"] <= 360
+    shots(page, "07-mobile-360")
