@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
-from server.tables import Rejected
+from server.rejected import Rejected
 
 Handler = Callable[[Request], Awaitable[Response]]
 

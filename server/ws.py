@@ -22,8 +22,8 @@ from server.hub import Hub, TooManyTables
 from server.limits import AddressBudget, TokenBucket
 from server.logs import event
 from server.metrics import Metrics
+from server.rejected import Rejected
 from server.settings import Settings
-from server.tables import Rejected
 
 PROTO = 1
 MAX_ID = 32

@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import msgpack
 import websockets
@@ -126,6 +126,7 @@ class GameClient:
     """One websocket connection as a client program would hold it."""
 
     _ids = itertools.count(1)
+    opened: ClassVar[list[GameClient]] = []  # every client connected, closed by `close_all`
 
     def __init__(self, socket: Any) -> None:
         self.socket = socket
@@ -140,7 +141,14 @@ class GameClient:
     async def connect(cls, ws_url: str, **kwargs: Any) -> GameClient:
         kwargs.setdefault("max_size", 2**24)
         socket = await websockets.connect(ws_url, **kwargs)
-        return cls(socket)
+        client = cls(socket)
+        cls.opened.append(client)
+        return client
+
+    @classmethod
+    async def close_all(cls) -> None:
+        while cls.opened:
+            await cls.opened.pop().close()
 
     async def close(self) -> None:
         await self.socket.close()
@@ -237,3 +245,68 @@ class GameClient:
 
     def my_turn(self) -> bool:
         return bool(self.doc and self.doc["game"] and self.doc["game"]["turn"] == self.seat)
+
+
+# ---- lobby and game driving ------------------------------------------------------------------
+
+
+async def create_table(http: Any, **body: Any) -> str:
+    """POST /api/tables with `body` (httpx.AsyncClient on the service); the new table id."""
+    body.setdefault("players", 2)
+    response = await http.post("/api/tables", json=body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+async def join(http: Any, table: str, seat: int | None, name: str) -> str:
+    response = await http.post(f"/api/tables/{table}/join", json={"seat": seat, "name": name})
+    assert response.status_code == 200, response.text
+    assert response.json()["seat"] == seat or seat is None
+    return str(response.json()["token"])
+
+
+async def sync_all(clients: list[GameClient], wait_s: float = 20.0) -> int:
+    """Bring every client to the highest version any of them holds."""
+    top = max(c.v or 0 for c in clients)
+    for client in clients:
+        await client.wait_version(top, wait_s)
+    return top
+
+
+async def play_to_end(
+    movers: dict[int, GameClient],
+    watchers: list[GameClient],
+    *,
+    max_versions: int = 3000,
+    on_version: Any = None,
+    stop_after: int | None = None,
+) -> int:
+    """Play the first legal move for every seat in `movers` (bots play their own seats) until
+    the game is over, keeping every client in step. Returns the number of moves sent."""
+    clients = list(movers.values()) + watchers
+    sent = 0
+    for _ in range(max_versions):
+        await sync_all(clients)
+        ref = clients[0]
+        assert ref.doc is not None
+        if on_version is not None:
+            on_version(ref.v)
+        game = ref.doc["game"]
+        if game is not None and game["game_over"]:
+            return sent
+        if stop_after is not None and sent >= stop_after:
+            return sent
+        turn = None if game is None else game["turn"]
+        if turn in movers:
+            mover = movers[turn]
+            legal = mover.game["legal"]
+            assert legal, f"seat {turn} to move with no legal move"
+            answer = await mover.move(legal[0])
+            assert answer["t"] == "accepted", answer
+            sent += 1
+            target = answer["v"]
+        else:
+            target = (ref.v or 0) + 1  # a bot, a clock or a join makes the next version
+        for client in clients:
+            await client.wait_version(target, 20.0)
+    raise AssertionError("the game did not end")

@@ -1,0 +1,37 @@
+"""Fixtures for the service tests: the real server as a subprocess on the session's Redis.
+
+- ``service``: a ServiceProcess (python -m server) on a free port, stopped afterwards. Its message
+  rate limit is raised so that scripted players can play as fast as the machine goes (the limits
+  themselves are tested on a server with the defaults).
+- ``http``: an httpx.AsyncClient on that service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+
+from tests.support.servers import GameClient, ServiceProcess
+
+FAST = {"RATE": "1000/2000"}
+
+
+@pytest.fixture
+def service(redis_url: str) -> Iterator[ServiceProcess]:
+    with ServiceProcess(redis_url, env=FAST) as process:
+        yield process
+
+
+@pytest.fixture
+async def http(service: ServiceProcess) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=service.url, timeout=10) as client:
+        yield client
+
+
+@pytest.fixture(autouse=True)
+async def close_clients() -> AsyncIterator[None]:
+    """Every websocket client a test opened is closed when it ends."""
+    yield
+    await GameClient.close_all()

@@ -1,0 +1,128 @@
+"""Resuming: a dropped player, a killed server process, two processes on one Redis."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.server.conftest import FAST
+from tests.support.servers import (
+    GameClient,
+    ServiceProcess,
+    create_table,
+    join,
+    play_to_end,
+    sync_all,
+)
+
+RULES = {"preset": "all-fives", "target": 20}
+
+
+async def test_a_dropped_player_resumes_with_since_and_matches_a_fresh_snapshot(
+    service: ServiceProcess, http: httpx.AsyncClient
+) -> None:
+    table = await create_table(http, rules=RULES, players=2)
+    tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
+    a = await GameClient.connect(service.ws_url)
+    b = await GameClient.connect(service.ws_url)
+    await a.hello(table, tokens[0])
+    await b.hello(table, tokens[1])
+    # A few moves, then seat 0 drops.
+    await play_to_end({0: a, 1: b}, [], stop_after=3)
+    held_doc, held_v = a.doc, a.v
+    assert held_v is not None
+    await a.close()
+    # Seat 1 plays on while seat 0 is away; seat 0's moves are made by a second socket later.
+    moved = 0
+    while moved < 6 and not b.game["game_over"]:
+        if b.my_turn():
+            answer = await b.move(b.game["legal"][0])
+            assert answer["t"] == "accepted"
+            moved += 1
+        else:
+            back = await GameClient.connect(service.ws_url)
+            await back.hello(table, tokens[0], since=held_v, doc=held_doc)
+            assert not any(m["t"] == "snapshot" for m in back.messages)
+            await sync_all([back, b])
+            assert back.v == b.v
+            answer = await back.move(back.game["legal"][0])
+            assert answer["t"] == "accepted"
+            await sync_all([back, b])
+            held_doc, held_v = back.doc, back.v
+            # Drop again, one version behind the table after b's next move.
+            await back.close()
+    # Final resume: only diffs, and the same document as a fresh snapshot.
+    resumed = await GameClient.connect(service.ws_url)
+    welcome = await resumed.hello(table, tokens[0], since=held_v, doc=held_doc)
+    assert welcome["v"] == b.v
+    await resumed.wait_version(welcome["v"])
+    assert not any(m["t"] == "snapshot" for m in resumed.messages)
+    fresh = await GameClient.connect(service.ws_url)
+    await fresh.hello(table, tokens[0])
+    assert fresh.doc == resumed.doc
+    assert fresh.v == resumed.v
+    for client in (b, fresh):
+        await client.close()
+
+
+async def test_a_killed_server_loses_no_acknowledged_move(redis_url: str) -> None:
+    server = ServiceProcess(redis_url, env=FAST).start()
+    try:
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            table = await create_table(http, rules=RULES, players=2)
+            tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
+        players = [await GameClient.connect(server.ws_url) for _ in range(2)]
+        for client, token in zip(players, tokens, strict=True):
+            await client.hello(table, token)
+        await play_to_end(dict(enumerate(players)), [], stop_after=5)
+        acked = [m for p in players for m in p.messages if m["t"] == "accepted"]
+        last_acked = max(m["v"] for m in acked)
+        history_before = players[0].game["history"]
+        server.kill()
+        server.start()
+        again = [await GameClient.connect(server.ws_url) for _ in range(2)]
+        for client, old, token in zip(again, players, tokens, strict=True):
+            await client.hello(table, token, since=old.v, doc=old.doc)
+        await sync_all(again)
+        assert again[0].v is not None and again[0].v >= last_acked
+        fresh = await GameClient.connect(server.ws_url)
+        await fresh.hello(table)  # a spectator: the seat's socket stays
+        assert fresh.v == again[0].v
+        assert fresh.game["history"][: len(history_before)] == history_before
+        await fresh.close()
+        # The game goes on to the end after the crash.
+        await play_to_end(dict(enumerate(again)), [])
+        assert again[0].game["game_over"] is True
+        for client in again:
+            await client.close()
+    finally:
+        server.stop()
+
+
+async def test_two_processes_on_one_redis_serve_one_table(redis_url: str) -> None:
+    with ServiceProcess(redis_url, env=FAST) as one, ServiceProcess(redis_url, env=FAST) as two:
+        async with httpx.AsyncClient(base_url=one.url) as http:
+            table = await create_table(http, rules=RULES, players=2)
+            tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
+        a = await GameClient.connect(one.ws_url)
+        b = await GameClient.connect(two.ws_url)
+        await a.hello(table, tokens[0])
+        await b.hello(table, tokens[1])
+        watch_one = await GameClient.connect(one.ws_url)
+        watch_two = await GameClient.connect(two.ws_url)
+        await watch_one.hello(table)
+        await watch_two.hello(table)
+        online = await watch_two.recv_until("presence", online=[True, True])
+        assert online["online"] == [True, True]
+        await a.send({"t": "chat", "text": "hello from one"})
+        chat = await b.recv_until("chat")
+        assert (chat["seat"], chat["name"], chat["text"]) == (0, "p0", "hello from one")
+        await play_to_end({0: a, 1: b}, [watch_one, watch_two])
+        assert watch_one.doc == watch_two.doc
+        assert watch_one.game["game_over"] is True
+        # A second connection with seat 0's token on the other process replaces the first.
+        a2 = await GameClient.connect(two.ws_url)
+        await a2.hello(table, tokens[0])
+        await a.socket.wait_closed()
+        assert a.socket.close_code == 4000
+        for client in (a2, b, watch_one, watch_two):
+            await client.close()
