@@ -70,10 +70,9 @@ def play_until(pages: list[Page], done: Callable[[], bool], limit: int = MAX_STE
 
 
 def board_tiles(page: Page) -> list[tuple[str, str]]:
-    tiles = page.locator(".board .tile")
     return [
-        (tiles.nth(i).get_attribute("data-tile") or "", tiles.nth(i).get_attribute("transform") or "")
-        for i in range(tiles.count())
+        (tile.get_attribute("data-tile") or "", tile.get_attribute("transform") or "")
+        for tile in page.locator(".board .tile").all()
     ]
 
 
@@ -230,9 +229,12 @@ def test_a_360_pixel_wide_page_is_playable(
     assert mine >= 1
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 360, f"page scrolls sideways: {width}px"
-    for tile in page.locator(".hand .hand-tile").all():
-        box = tile.bounding_box()
-        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 360
+    edges = page.evaluate(
+        """() => [...document.querySelectorAll('.hand .hand-tile')]
+            .map((t) => { const r = t.getBoundingClientRect(); return [r.left, r.right]; })"""
+    )
+    assert edges, "the hand is shown"
+    assert all(left >= 0 and right <= 360 for left, right in edges), edges
     board = page.locator(".board").bounding_box()
     assert board is not None and board["width"] <= 360
     shots(page, "07-mobile-360")
