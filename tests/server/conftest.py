@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -19,9 +21,22 @@ FAST = {"RATE": "1000/2000"}
 
 
 @pytest.fixture
-def service(redis_url: str) -> Iterator[ServiceProcess]:
-    with ServiceProcess(redis_url, env=FAST) as process:
+async def service(redis_url: str) -> AsyncIterator[ServiceProcess]:
+    async with running(ServiceProcess(redis_url, env=FAST)) as process:
         yield process
+
+
+@contextlib.asynccontextmanager
+async def running(process: ServiceProcess) -> AsyncIterator[ServiceProcess]:
+    """Start `process`; at the end close the test's clients, then stop it (off the event loop,
+    so that clients can still answer the server's closing handshake)."""
+    await asyncio.to_thread(process.start)
+    try:
+        yield process
+    finally:
+        await GameClient.close_all()
+        await asyncio.to_thread(process.stop)
+        process.log_path.unlink(missing_ok=True)
 
 
 @pytest.fixture

@@ -310,3 +310,13 @@ async def play_to_end(
         for client in clients:
             await client.wait_version(target, 20.0)
     raise AssertionError("the game did not end")
+
+
+async def close_code(client: GameClient, wait_s: float = 10.0) -> int | None:
+    """Read until the server closes the connection; its close code (frames read are kept)."""
+    try:
+        while True:
+            await client.recv(wait_s)
+    except websockets.ConnectionClosed:
+        pass
+    return client.socket.close_code

@@ -1,0 +1,56 @@
+"""Clocks: an expired turn is played by a bot (or forfeits), through the one write path."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.support.servers import GameClient, ServiceProcess, create_table, join
+
+
+async def test_an_expired_turn_is_played_by_a_bot(
+    service: ServiceProcess, http: httpx.AsyncClient
+) -> None:
+    table = await create_table(
+        http,
+        players=2,
+        clock={"kind": "realtime", "move_s": 1, "reserve_s": 0},
+        on_timeout="bot",
+    )
+    tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
+    players = [await GameClient.connect(service.ws_url) for _ in tokens]
+    for client, token in zip(players, tokens, strict=True):
+        await client.hello(table, token)
+    watcher = players[0]
+    clock = watcher.doc["table"]["clock"] if watcher.doc else None
+    assert clock is not None and clock["kind"] == "realtime"
+    assert isinstance(clock["deadline"], int)
+    turn = watcher.game["turn"]
+    history = len(watcher.game["history"])
+    # Nobody moves: within a few seconds the seat to move has moved anyway.
+    diff = await watcher.recv_until("diff", wait_s=15)
+    events = diff["ev"]
+    assert {"type": "timeout", "seat": turn, "action": "bot"} in events
+    assert len(watcher.game["history"]) == history + 1
+    assert watcher.game["history"][-1]["seat"] == turn
+    assert watcher.game["turn"] != turn or "draw" in watcher.game["history"][-1]
+
+
+async def test_an_expired_turn_forfeits_when_the_table_says_so(
+    service: ServiceProcess, http: httpx.AsyncClient
+) -> None:
+    table = await create_table(
+        http,
+        players=2,
+        clock={"kind": "realtime", "move_s": 1, "reserve_s": 0},
+        on_timeout="forfeit",
+    )
+    tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
+    spectator = await GameClient.connect(service.ws_url)
+    await spectator.hello(table)
+    turn = spectator.game["turn"]
+    diff = await spectator.recv_until("diff", wait_s=15)
+    assert {"type": "timeout", "seat": turn, "action": "forfeit"} in diff["ev"]
+    assert spectator.doc is not None and spectator.doc["table"]["status"] == "finished"
+    summary = (await http.get(f"/api/tables/{table}")).json()
+    assert summary["status"] == "finished"
+    assert len(tokens) == 2
