@@ -21,11 +21,16 @@ export function showReplay(root, id) {
     at = Math.max(0, Math.min(views.length - 1, i));
     draw();
   };
-  const btn = (label, text, f) =>
-    el("button", { type: "button", class: "ghost", "aria-label": label, onclick: f }, text);
+  const btn = (label, icon, f) => el("button", { type: "button", class: "ghost", "aria-label": label,
+    title: label, onclick: f, html: `<svg viewBox="0 0 16 16" aria-hidden="true">${icon}</svg>` });
+  const left = '<path d="M12 2 4 8l8 6z"/>';
+  const right = '<path d="M4 2l8 6-8 6z"/>';
   const controls = el("div", { class: "replay-controls" },
-    btn("first move", "⏮", () => go(0)), btn("previous move", "◀", () => go(at - 1)),
-    slider, btn("next move", "▶", () => go(at + 1)), btn("last move", "⏭", () => go(views.length - 1)),
+    btn("first move", `<rect x="2" y="2" width="2" height="12"/>${left}`, () => go(0)),
+    btn("previous move", left, () => go(at - 1)),
+    slider,
+    btn("next move", right, () => go(at + 1)),
+    btn("last move", `${right}<rect x="12" y="2" width="2" height="12"/>`, () => go(views.length - 1)),
     counter);
   slider.addEventListener("input", () => go(Number(slider.value)));
   const onKey = (e) => {
@@ -52,7 +57,9 @@ export function showReplay(root, id) {
     slider.value = String(at);
     counter.textContent = `${at + 1} / ${views.length}`;
     const box = boxFor(board.clientWidth || 600, board.clientHeight || 400);
-    board.innerHTML = boardSvg(v.layout, { box, last: v.layout.length ? v.layout.length - 1 : null });
+    board.innerHTML = boardSvg(v.layout, {
+      box, last: v.layout.length ? v.layout.length - 1 : null, empty: "The hand is dealt",
+    });
     const m = v.history?.at(-1);
     const what = !m ? "Hand starts"
       : m.draw ? `${name(m.seat)} drew` : m.pass ? `${name(m.seat)} passed`

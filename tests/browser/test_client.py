@@ -238,3 +238,71 @@ def test_a_360_pixel_wide_page_is_playable(
     board = page.locator(".board").bounding_box()
     assert board is not None and board["width"] <= 360
     shots(page, "07-mobile-360")
+
+
+def play_one_by_keyboard(page: Page) -> bool:
+    """Like play_one, with the keyboard only: arrows through the hand, Enter to play."""
+    if page.locator(".table-page.my-turn").count() == 0:
+        return False
+    before = version(page)
+    if page.locator(".hand-tile.playable").count():
+        page.locator(".hand .hand-tile").first.focus()
+        for _ in range(30):
+            if page.evaluate("document.activeElement.classList.contains('playable')"):
+                break
+            page.keyboard.press("ArrowRight")
+        page.keyboard.press("Enter")
+        if page.locator(".board .tile.candidate").count():
+            page.locator(".board .tile.candidate").first.focus()
+            page.keyboard.press("Enter")
+    else:
+        action = page.locator("[data-action]")
+        if action.count() == 0:
+            return False
+        action.first.focus()
+        page.keyboard.press("Enter")
+    page.wait_for_function(
+        "v => document.querySelector('.table-page').dataset.v !== v", arg=before, timeout=10_000
+    )
+    return True
+
+
+def test_a_game_played_by_keyboard_ends_and_replays_move_by_move(
+    browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
+) -> None:
+    table = post_json(f"{service.url}/api/tables", {
+        "rules": {"preset": "all-fives", "target": 5}, "players": 2, "bots": {"1": "greedy"},
+        "name": "Short game",
+    })["id"]
+    page = open_table(browser, service.url, table, viewport={"width": 1200, "height": 820})
+    sit(page, 0, "dee")
+    for _ in range(MAX_STEPS):
+        if page.locator(".game-over").count():
+            break
+        if page.locator(".overlay [data-dismiss]").count():
+            page.keyboard.press("Enter")  # the summary's button has the focus
+            continue
+        if not play_one_by_keyboard(page):
+            page.wait_for_timeout(50)
+    game_over = page.locator(".overlay .game-over")
+    expect(game_over).to_be_visible()
+    expect(game_over.locator(".final-scores li")).to_have_count(2)
+    expect(game_over.locator(".round-summary .reveal")).to_have_count(2)
+    shots(page, "08-game-over")
+
+    game_over.get_by_text("Watch the replay").click()
+    expect(page).to_have_url(re.compile(rf"#/replay/{table}$"))
+    counter = page.locator(".replay-controls .counter")
+    expect(counter).to_have_text(re.compile(r"^1 / \d+$"))
+    total = int(counter.inner_text().split("/")[1])
+    assert total >= 2
+    expect(page.locator(".board .tile")).to_have_count(0)  # the deal
+    page.keyboard.press("ArrowRight")
+    expect(counter).to_have_text(f"2 / {total}")
+    expect(page.locator(".board .tile")).to_have_count(1)  # the lead
+    page.keyboard.press("End")
+    expect(counter).to_have_text(f"{total} / {total}")
+    expect(page.locator(".final-tag")).to_be_visible()
+    shots(page, "09-replay")
+    page.get_by_role("button", name="previous move").click()
+    expect(counter).to_have_text(f"{total - 1} / {total}")

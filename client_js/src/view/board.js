@@ -9,17 +9,17 @@ import { tileSvg } from "./tiles.js";
 /** The box arms must stay inside, in tile units, from the space the board has. */
 export function boxFor(width, height) {
   const aspect = Math.max(0.5, Math.min(2.4, width / Math.max(1, height)));
-  const w = Math.max(9, Math.min(26, Math.round(14 * Math.sqrt(aspect))));
-  return { w, h: Math.max(8, Math.round(w / aspect)) };
+  const w = Math.max(10, Math.min(28, Math.round(16 * Math.sqrt(aspect))));
+  return { w, h: Math.max(10, Math.round(w / aspect)) };
 }
 
 /**
  * SVG markup for a layout. `candidates`: tile strings that may take the selected tile
  * (drawn highlighted, focusable, with data-on); `last`: index of the tile to mark.
  */
-export function boardSvg(layout, { box, candidates = [], last = null } = {}) {
+export function boardSvg(layout, { box, candidates = [], last = null, empty = "Waiting for the lead" } = {}) {
   if (!layout || layout.length === 0) {
-    return `<p class="board-empty">Waiting for the lead</p>`;
+    return `<p class="board-empty">${empty}</p>`;
   }
   const { nodes, bounds } = placeLayout(layout, box);
   // never zoom in past the box's scale, so a short layout keeps tiles a sensible size

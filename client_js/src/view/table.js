@@ -342,7 +342,7 @@ export class TableView {
       o.hidden = false;
       o.innerHTML = `<div class="dialog game-over" role="dialog" aria-label="game over">
 <h2>${mine ? "You win!" : "Game over"}</h2><p class="winner">${esc(sideNames)} ${w === null ? "" : "won"}</p>
-<ul class="final">${game.sides.map((side, k) => `<li><span>${esc(side.map(name).join(" & "))}</span><strong>${game.scores[k]}</strong></li>`).join("")}</ul>
+<ul class="final final-scores">${game.sides.map((side, k) => `<li><span>${esc(side.map(name).join(" & "))}</span><strong>${game.scores[k]}</strong></li>`).join("")}</ul>
 ${rounds.length ? roundSummary(rounds.at(-1), rounds.length - 1, game, name) : ""}
 <p class="dialog-actions"><a class="button primary" href="#/replay/${esc(table?.id)}">Watch the replay</a>
 <a class="button ghost" href="#/">Lobby</a></p></div>`;
