@@ -44,14 +44,24 @@ def diff(old: object, new: object) -> list[Op]:
     return ops
 
 
+def _packed_equal(a: object, b: object) -> bool:
+    try:
+        return bool(msgpack.packb(a) == msgpack.packb(b))
+    except (TypeError, ValueError, OverflowError):
+        return same(a, b)
+
+
 def _size(ops: list[Op]) -> int:
     return len(msgpack.packb(ops))
 
 
 def _diff(old: object, new: object, path: Path, ops: list[Op]) -> None:
-    if same(old, new):
-        return
-    if isinstance(old, dict) and isinstance(new, dict):
+    # One pass: every node is visited once; leaves compare by type and value. An unchanged
+    # subtree is recognised in C: equal values whose encodings match (1 == True, but their
+    # msgpack bytes differ).
+    if type(old) is dict and type(new) is dict:
+        if old == new and _packed_equal(old, new):
+            return
         for key in old:
             if key not in new:
                 ops.append(["-", [*path, key]])
@@ -60,22 +70,23 @@ def _diff(old: object, new: object, path: Path, ops: list[Op]) -> None:
                 _diff(old[key], value, [*path, key], ops)
             else:
                 ops.append(["=", [*path, key], value])
-        return
-    if isinstance(old, list) and isinstance(new, list):
+    elif type(old) is list and type(new) is list:
+        if old == new and _packed_equal(old, new):
+            return
         ops.extend(_diff_list(old, new, path))
-        return
-    ops.append(["=", path, new])
+    elif type(old) is not type(new) or isinstance(old, dict | list) or old != new:
+        ops.append(["=", path, new])
 
 
 def _diff_list(old: list[Any], new: list[Any], path: Path) -> list[Op]:
     n_old, n_new = len(old), len(new)
-    if n_new > n_old and same(old, new[:n_old]):
-        return [["+", path, new[n_old:]]]
-    ops: list[Op] = []
-    if n_new < n_old:
-        ops.append(["~", path, n_new])
+    changed: list[Op] = []
     for i in range(min(n_old, n_new)):
-        _diff(old[i], new[i], [*path, i], ops)
+        _diff(old[i], new[i], [*path, i], changed)
+    if not changed and n_new >= n_old:
+        return [["+", path, new[n_old:]]] if n_new > n_old else []
+    ops: list[Op] = [["~", path, n_new]] if n_new < n_old else []
+    ops += changed
     if n_new > n_old:
         ops.append(["+", path, new[n_old:]])
     whole: list[Op] = [["=", path, new]]

@@ -22,6 +22,7 @@ from redis.exceptions import RedisError
 import engine
 from server.record import FINISHED, STANDIN_BOT, TableRecord
 from server.rejected import Rejected
+from server.store import DEADLINES
 from server.tables import Change, Loaded
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ class Scheduler:
                 continue
             due = loaded.record.due_ms(self.service.now_ms(), self.service.bot_delay_ms)
             if due is not None:
-                await redis.zadd("deadlines", {f"{table_id}:{loaded.version}": due}, nx=True)
+                await redis.zadd(DEADLINES, {f"{table_id}:{loaded.version}": due}, nx=True)
         return seen
 
 

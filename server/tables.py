@@ -365,10 +365,16 @@ class TableService:
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat <= 3:
             raise Rejected("not_seated", "only a seated player can move", status=403)
         parsed = parse_move(move)
+
+        def change(loaded: Loaded) -> Change:
+            seats = loaded.record.seats
+            if seat < len(seats) and seats[seat].bot is not None:
+                raise Rejected("not_seated", "a bot plays this seat now", status=403)
+            return self._play(loaded.record, seat, parsed, None)
+
         async with unavailable_on_redis_error():
-            return await self._write(
-                table_id, lambda loaded: self._play(loaded.record, seat, parsed, None),
-                expected=expected_version, client=(seat, "m:" + client_id))
+            return await self._write(table_id, change, expected=expected_version,
+                                     client=(seat, "m:" + client_id))
 
     def _play(self, record: TableRecord, seat: int, move: Any,
               extra_event: dict[str, Any] | None) -> Change:
