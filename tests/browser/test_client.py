@@ -131,6 +131,11 @@ def test_two_players_play_a_whole_hand_and_a_spectator_sees_the_same_layout(
         shots(ann, "02-mid-hand-player")
         shots(watcher, "03-mid-hand-spectator")
 
+    ann.locator(".chat-form input").fill("good luck")
+    ann.locator(".chat-form input").press("Enter")
+    for page in (ann, bob, watcher):
+        expect(page.locator(".chat-log li").last).to_have_text("ann good luck")
+
     play_until([ann, bob], lambda: ann.locator(SUMMARY).count() > 0)
     for page in (ann, bob, watcher):
         expect(page.locator(SUMMARY)).to_be_visible()
@@ -169,13 +174,14 @@ def test_pages_resume_by_themselves_after_a_server_restart_mid_hand(
     assert watcher.locator(SUMMARY).inner_text() == ann.locator(SUMMARY).inner_text()
 
 
-def create_against_bot_from_lobby(page: Page, url: str) -> None:
+def create_against_bot_from_lobby(page: Page, url: str, clock: str = "none") -> None:
     page.goto(f"{url}/#/")
     form = page.locator("form.create-form")
     form.locator("input[name=player]").fill("cy")
     form.locator("select[name=preset]").select_option("all-fives")
     form.locator("select[name=players]").select_option("2")
     form.locator("select[name=seat1]").select_option("greedy")
+    form.locator("select[name=clock]").select_option(clock)
     form.locator("button[type=submit]").click()
     expect(page).to_have_url(re.compile(r"#/t/\w+"))
     expect(page.locator(".table-page")).to_have_attribute("data-seat", "0")
@@ -217,7 +223,9 @@ def test_a_360_pixel_wide_page_is_playable(
         viewport={"width": 360, "height": 740}, device_scale_factor=2, is_mobile=True,
         has_touch=True,
     ).new_page()
-    create_against_bot_from_lobby(page, service.url)
+    create_against_bot_from_lobby(page, service.url, clock="realtime")
+    # the seat to move shows its turn clock counting down from the document's deadline
+    expect(page.locator(".seat-chip.turn .clock")).to_have_text(re.compile(r"\d+:\d\d"))
     mine = 0
     for _ in range(MAX_STEPS):
         if mine >= 3 or page.locator(".overlay:not([hidden])").count():

@@ -370,11 +370,11 @@ ${roundSummary(rounds[k], k, game, name)}
       const seat = Number(span.dataset.clockSeat);
       if (clock?.deadline && seat === turn && !doc.game.game_over) {
         const left = clock.deadline - Date.now();
-        span.textContent = `⏱ ${formatClock(left)}`;
+        span.textContent = formatClock(left);
         span.classList.toggle("low", left < 10000);
       } else {
         const reserve = clock?.reserve?.[seat];
-        span.textContent = reserve !== undefined && reserve !== null ? `⏱ ${formatClock(reserve)}` : "";
+        span.textContent = reserve !== undefined && reserve !== null ? formatClock(reserve) : "";
         span.classList.remove("low");
       }
     }
