@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import secrets
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
 import engine
+from engine.bots import choose_move
 from server.record import FINISHED, STANDIN_BOT, TableRecord
 from server.rejected import Rejected
 from server.store import DEADLINES
@@ -31,19 +33,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("server.scheduler")
 
 POLL_S = 0.1
+MIN_WAIT_S = 0.01
+RETRY_MS = 5_000
 LEASE_MS = 10_000
 BATCH = 50
 REARM_PAGE = 500
-
-
-def choose_move(level: str, view: dict[str, Any], seed: int) -> Any:
-    """The move a bot of ``level`` makes from a seat's view (engine.bots when available)."""
-    try:
-        from engine.bots import choose_move as engine_choose
-    except ImportError:
-        legal = view["legal"]
-        return engine.move_from_data(random.Random(seed).choice(legal))
-    return engine_choose(level, view, seed)
+SEARCHING_LEVELS = ("strong", "strong-fast")
 
 
 def bot_seed(record: TableRecord, version: int) -> int:
@@ -57,9 +52,18 @@ class Scheduler:
         self.service = service
         self.store = service.store
         self.owner = secrets.token_hex(8)
+        self.pool: ProcessPoolExecutor | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Until ``stop`` is set: re-arm missing deadlines once, then act on due ones."""
+        self.pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+        try:
+            await self._run(stop)
+        finally:
+            pool, self.pool = self.pool, None
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    async def _run(self, stop: asyncio.Event) -> None:
         try:
             await self.rearm()
         except RedisError as exc:
@@ -79,21 +83,21 @@ class Scheduler:
         first = await self.store.next_due_ms()
         if first is None:
             return POLL_S
-        return min(POLL_S, max(0.0, (first - self.service.now_ms()) / 1000))
+        # At least MIN_WAIT_S: an entry due now may be leased by another process.
+        return min(POLL_S, max(MIN_WAIT_S, (first - self.service.now_ms()) / 1000))
 
     async def run_once(self) -> int:
         """Act on every entry due now (up to a batch); returns how many were due."""
         due = await self.store.due(self.service.now_ms(), BATCH)
-        for table_id, version in due:
-            try:
-                await self.act(table_id, version)
-            except RedisError:
-                raise
-            except Exception:
-                log.exception("deadline of table %s v%d failed", table_id, version)
+        results = await asyncio.gather(*(self.act(t, v) for t, v in due), return_exceptions=True)
+        for (table_id, version), result in zip(due, results, strict=True):
+            if isinstance(result, RedisError):
+                raise result
+            if isinstance(result, Exception):
+                log.error("deadline of table %s v%d failed", table_id, version, exc_info=result)
                 # Try again a little later instead of spinning on a broken table.
                 await self.store.schedule(table_id, version, version,
-                                          self.service.now_ms() + 5_000)
+                                          self.service.now_ms() + RETRY_MS)
         return len(due)
 
     async def act(self, table_id: str, version: int) -> None:
@@ -128,31 +132,36 @@ class Scheduler:
             if deadline > now:
                 await self.store.schedule(table_id, version, version, deadline)
                 return
-        change = self._bot_move if level is not None else self._timeout
+        event: dict[str, Any] | None = None
+        if level is None:
+            event = {"type": "timeout", "seat": seat, "action": record.config.on_timeout}
+        if level is None and record.config.on_timeout == "forfeit":
+            timeout_event = event
+
+            def change(current: Loaded) -> Change:
+                ended = forfeit(current.record, seat, self.service.now_ms())
+                return Change(ended, [timeout_event] if timeout_event else [])
+        else:
+            view = engine.view(record.game, seat)
+            move = await self.choose(level or STANDIN_BOT, view, bot_seed(record, version))
+
+            def change(current: Loaded) -> Change:
+                return self.service._play(current.record, seat, move, event)
         try:
-            await self.service._write(
-                table_id, lambda current: change(current, seat, version),
-                expected=version, client=(-1, f"deadline:{version}"))
+            await self.service._write(table_id, change, expected=version,
+                                      client=(-1, f"deadline:{version}"))
         except Rejected as rej:
             if rej.code != "stale_version":
                 raise
             await self.store.unschedule(table_id, version)
 
-    def _bot_move(self, loaded: Loaded, seat: int, version: int) -> Change:
-        record = loaded.record
-        level = record.bot_level(seat) or STANDIN_BOT
-        view = engine.view(record.game, seat)
-        move = choose_move(level, view, bot_seed(record, version))
-        return self.service._play(record, seat, move, None)
-
-    def _timeout(self, loaded: Loaded, seat: int, version: int) -> Change:
-        record = loaded.record
-        event = {"type": "timeout", "seat": seat, "action": record.config.on_timeout}
-        if record.config.on_timeout == "bot":
-            view = engine.view(record.game, seat)
-            move = choose_move(STANDIN_BOT, view, bot_seed(record, version))
-            return self.service._play(record, seat, move, event)
-        return Change(forfeit(record, seat, self.service.now_ms()), [event])
+    async def choose(self, level: str, view: dict[str, Any], seed: int) -> Any:
+        """A bot's move; searching levels think in a worker process so the loop keeps
+        serving while they do."""
+        if self.pool is not None and level in SEARCHING_LEVELS:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.pool, choose_move, level, view, seed)
+        return choose_move(level, view, seed)
 
     async def rearm(self) -> int:
         """Give every playing table its deadline entry again (after a crash between a commit

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import engine
+from engine.bots import BOT_LEVELS
 from server.rejected import Rejected
 
 MAX_NAME = 60
@@ -26,10 +27,6 @@ TURN_MAX_H = (1, 30 * 24)
 
 def bot_levels() -> tuple[str, ...]:
     """The bot levels the engine offers."""
-    try:
-        from engine.bots import BOT_LEVELS
-    except ImportError:
-        return ("random", "greedy")
     return tuple(BOT_LEVELS)
 
 

@@ -81,6 +81,28 @@ async def test_a_bot_seat_plays_by_itself(redis_client: redis.asyncio.Redis) -> 
     assert turns_to_bot >= 5
 
 
+async def test_a_searching_bot_thinks_in_a_worker_process(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    tables = make_service(redis_client)
+    table_id, _ = await new_table(tables, 2, bots={"0": "strong-fast"})
+    version, doc = await tables.snapshot(table_id, "s")
+    if doc["game"]["turn"] != 0:
+        version = await play_random(tables, table_id, random.Random(4), "first")
+    stopping = asyncio.Event()
+    loop = asyncio.create_task(tables.run_deadlines(stopping))
+    try:
+        for _ in range(3000):  # up to 30 s for the worker to start and think
+            if (await tables.snapshot(table_id, "s"))[0] > version:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        stopping.set()
+        await asyncio.wait_for(loop, 30)
+    events = await last_events(tables, table_id, version)
+    assert events and events[0]["seat"] == 0 and events[0]["type"] in ("play", "draw")
+
+
 async def test_a_bot_waits_for_its_delay(redis_client: redis.asyncio.Redis,
                                          clock: ManualClock) -> None:
     tables = make_service(redis_client, clock, bot_delay_ms=600)
