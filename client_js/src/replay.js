@@ -6,7 +6,8 @@
  */
 import { api } from "./api.js";
 import { boardSvg, boxFor } from "./view/board.js";
-import { el, fill } from "./view/dom.js";
+import { el, fill, seatLabel } from "./view/dom.js";
+import { roundSummary } from "./view/summary.js";
 
 export function showReplay(root, id) {
   let views = [];
@@ -15,6 +16,8 @@ export function showReplay(root, id) {
   const board = el("div", { class: "board replay-board" });
   const info = el("div", { class: "info-bar", "aria-live": "polite" });
   const scores = el("ul", { class: "replay-scores" });
+  const counts = el("ul", { class: "replay-counts" });
+  const summary = el("div", { class: "replay-summary" });
   const slider = el("input", { type: "range", min: 0, max: 0, value: 0, "aria-label": "move" });
   const counter = el("span", { class: "counter" });
   const go = (i) => {
@@ -47,9 +50,10 @@ export function showReplay(root, id) {
   fill(root, el("div", { class: "replay-page" },
     el("section", { class: "felt" }, title, board, info, controls),
     el("aside", { class: "side panel" }, el("h2", {}, "Score"), scores,
+      el("h3", {}, "Tiles in hand"), counts, summary,
       el("p", {}, el("a", { href: "#/", class: "button ghost" }, "Lobby")))));
 
-  const name = (seat) => table?.seats?.[seat]?.name || `Seat ${seat + 1}`;
+  const name = (seat) => seatLabel(table?.seats ?? [], seat);
   function draw() {
     const v = views[at];
     if (!v) return;
@@ -67,6 +71,11 @@ export function showReplay(root, id) {
     fill(info, el("span", {}, `Hand ${v.round + 1}`), el("span", { class: "last-move" }, what),
       el("span", {}, "Boneyard ", el("strong", {}, v.boneyard)),
       v.game_over ? el("strong", { class: "final-tag" }, "Final") : null);
+    fill(counts, ...v.hand_counts.map((n, seat) =>
+      el("li", { class: v.turn === seat ? "turn" : "" }, el("span", {}, name(seat)), el("strong", {}, n))));
+    // the hand of this view is over: show how it ended
+    summary.innerHTML = (v.rounds?.length ?? 0) > v.round
+      ? roundSummary(v.rounds[v.round], v.round, v, name) : "";
     fill(scores, ...v.sides.map((side, k) =>
       el("li", { class: "side-score" }, el("span", {}, side.map(name).join(" & ")),
         el("strong", {}, v.scores[k]))));

@@ -10,14 +10,16 @@ import { tileSvg } from "./tiles.js";
 export function boxFor(width, height) {
   const aspect = Math.max(0.5, Math.min(2.4, width / Math.max(1, height)));
   const w = Math.max(10, Math.min(28, Math.round(16 * Math.sqrt(aspect))));
-  return { w, h: Math.max(10, Math.round(w / aspect)) };
+  return { w, h: Math.max(12, Math.round(w / aspect)) };
 }
 
 /**
  * SVG markup for a layout. `candidates`: tile strings that may take the selected tile
  * (drawn highlighted, focusable, with data-on); `last`: index of the tile to mark.
  */
-export function boardSvg(layout, { box, candidates = [], last = null, empty = "Waiting for the lead" } = {}) {
+export function boardSvg(layout, {
+  box, candidates = [], last = null, fresh = false, empty = "Waiting for the lead",
+} = {}) {
   if (!layout || layout.length === 0) {
     return `<p class="board-empty">${empty}</p>`;
   }
@@ -29,7 +31,8 @@ export function boardSvg(layout, { box, candidates = [], last = null, empty = "W
     .map((n) => n.toFixed(2)).join(" ");
   const tiles = nodes.map((n) => {
     const isCandidate = candidates.includes(n.tile);
-    const cls = [n.index === last ? "last" : "", isCandidate ? "candidate" : "",
+    const cls = [n.index === last ? "last" : "", n.index === last && fresh ? "fresh" : "",
+      isCandidate ? "candidate" : "",
       n.spinner ? "spinner" : ""].join(" ");
     const attrs = isCandidate
       ? `data-tile="${n.tile}" data-on="${n.tile}" tabindex="0" role="button" aria-label="play on ${n.tile}"`

@@ -44,3 +44,12 @@ export function formatClock(ms) {
 export function fill(node, ...children) {
   node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
 }
+
+/** A seat's display name; seats sharing a name (several bots) get their seat number. */
+export function seatLabel(seats, seat) {
+  const base = (s, i) => (!s ? `Seat ${i + 1}` : s.bot ? s.name || "Bot"
+    : s.name || (s.taken ? `Seat ${i + 1}` : "free seat"));
+  const name = base(seats[seat], seat);
+  const twins = seats.filter((s, i) => base(s, i) === name).length > 1;
+  return twins ? `${name} ${seat + 1}` : name;
+}

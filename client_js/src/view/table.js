@@ -7,7 +7,7 @@
  */
 import { playsByTile, canMove } from "../store.js";
 import { boardSvg, boxFor } from "./board.js";
-import { el, esc, fill, formatClock } from "./dom.js";
+import { el, esc, fill, formatClock, seatLabel } from "./dom.js";
 import { tileBack, uprightTile } from "./tiles.js";
 import { roundSummary } from "./summary.js";
 
@@ -124,10 +124,7 @@ export class TableView {
   }
 
   seatName(table, seat) {
-    const s = table?.seats?.[seat];
-    if (!s) return `Seat ${seat + 1}`;
-    if (s.bot) return s.name || `Bot (${s.bot})`;
-    return s.name || (s.taken ? `Seat ${seat + 1}` : "free seat");
+    return seatLabel(table?.seats ?? [], seat);
   }
 
   drawWaiting(table, game, state, ui) {
@@ -195,7 +192,9 @@ export class TableView {
     const candidates = ui.selected ? (plays[ui.selected] ?? []).filter(Boolean) : [];
     const last = lastPlayIndex(game);
     const box = boxFor(b.clientWidth || 600, b.clientHeight || 400);
-    b.innerHTML = boardSvg(game.layout, { box, candidates, last });
+    const grown = (game.layout?.length ?? 0) > (this.layoutSize ?? Infinity);
+    this.layoutSize = game.layout?.length ?? 0;
+    b.innerHTML = boardSvg(game.layout, { box, candidates, last, fresh: grown });
     b.classList.toggle("choosing", candidates.length > 0);
   }
 
@@ -205,6 +204,13 @@ export class TableView {
       return;
     }
     const last = game.history?.at(-1);
+    const scored = (this.last?.[0]?.ev ?? []).filter((e) => e.type === "play" && e.points > 0);
+    for (const e of scored) {
+      const pop = el("div", { class: "score-pop", "aria-hidden": "true" },
+        `${this.seatName(table, e.seat)} +${e.points}`);
+      pop.addEventListener("animationend", () => pop.remove());
+      this.dom.board.parentElement.append(pop);
+    }
     fill(this.dom.info,
       el("span", { class: "ends" }, "Ends ", el("strong", { class: "end-total" }, game.end_total ?? 0)),
       el("span", { class: "boneyard" }, "Boneyard ", el("strong", {}, game.boneyard ?? 0)),
