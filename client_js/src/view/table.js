@@ -118,7 +118,7 @@ export class TableView {
       () => this.drawScores(game, table));
     this.region("history", [game?.history, table?.seats], () => this.drawHistory(game, table));
     this.region("chat", [state.chat], () => this.drawChat(state.chat));
-    this.region("overlay", [game?.rounds, game?.game_over, ui.seenRounds, table?.seats],
+    this.region("overlay", [game?.rounds, game?.game_over, ui.seenRounds, table?.seats, table?.status],
       () => this.drawOverlay(game, table, ui, state));
     this.tickClocks();
   }
@@ -205,9 +205,12 @@ export class TableView {
     }
     const last = game.history?.at(-1);
     const scored = (this.last?.[0]?.ev ?? []).filter((e) => e.type === "play" && e.points > 0);
-    for (const e of scored) {
-      const pop = el("div", { class: "score-pop", "aria-hidden": "true" },
-        `${this.seatName(table, e.seat)} +${e.points}`);
+    const timeouts = (this.last?.[0]?.ev ?? []).filter((e) => e.type === "timeout");
+    for (const e of [...timeouts, ...scored]) {
+      const text = e.type === "timeout"
+        ? `${this.seatName(table, e.seat)}: time is up`
+        : `${this.seatName(table, e.seat)} +${e.points}`;
+      const pop = el("div", { class: "score-pop", "aria-hidden": "true" }, text);
       pop.addEventListener("animationend", () => pop.remove());
       this.dom.board.parentElement.append(pop);
     }
@@ -341,13 +344,16 @@ export class TableView {
     const o = this.dom.overlay;
     const rounds = game?.rounds ?? [];
     const name = (s) => this.seatName(table, s);
-    if (game?.game_over) {
-      const w = game.winner;
+    const result = table?.result ?? null;
+    if (game?.game_over || (game && table?.status === "finished")) {
+      const w = game.game_over ? game.winner : result?.winner ?? null;
+      const how = result?.reason === "forfeit" && result.seat !== undefined
+        ? `<p class="reason">${esc(name(result.seat))} ran out of time and forfeited.</p>` : "";
       const sideNames = w === null || w === undefined ? "Nobody" : (game.sides[w] ?? []).map(name).join(" & ");
       const mine = state.seat !== null && game.sides[w]?.includes(state.seat);
       o.hidden = false;
       o.innerHTML = `<div class="dialog game-over" role="dialog" aria-label="game over">
-<h2>${mine ? "You win!" : "Game over"}</h2><p class="winner">${esc(sideNames)} ${w === null ? "" : "won"}</p>
+<h2>${mine ? "You win!" : "Game over"}</h2>${how}<p class="winner">${esc(sideNames)} ${w === null ? "" : "won"}</p>
 <ul class="final final-scores">${game.sides.map((side, k) => `<li><span>${esc(side.map(name).join(" & "))}</span><strong>${game.scores[k]}</strong></li>`).join("")}</ul>
 ${rounds.length ? roundSummary(rounds.at(-1), rounds.length - 1, game, name) : ""}
 <p class="dialog-actions"><a class="button primary" href="#/replay/${esc(table?.id)}">Watch the replay</a>
