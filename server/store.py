@@ -118,6 +118,11 @@ class CommitResult(NamedTuple):
     version: int
 
 
+def as_bytes(value: Any) -> bytes:
+    """A reply as bytes (replies are bytes; str only if the client decodes)."""
+    return value.encode() if isinstance(value, str) else bytes(value)
+
+
 def deadline_member(table_id: str, version: int) -> str:
     return f"{table_id}:{version}"
 
@@ -135,7 +140,7 @@ class Store:
     default, ``decode_responses=False``)."""
 
     def __init__(self, client: redis.asyncio.Redis, *, history_limit: int | None = None) -> None:
-        if client.get_connection_kwargs().get("decode_responses"):
+        if client.get_connection_kwargs().get("decode_responses"):  # type: ignore[no-untyped-call]
             raise ValueError("the Redis client must be created with decode_responses=False")
         self.redis = client
         self.history_limit = history_limit
@@ -182,7 +187,7 @@ class Store:
         version, state = await self.redis.mget([keys.version, keys.state])
         if version is None or state is None:
             return None
-        return int(version), bytes(state)
+        return int(version), as_bytes(state)
 
     @reconnecting
     async def version(self, table_id: str) -> int:
@@ -192,7 +197,7 @@ class Store:
     @reconnecting
     async def meta(self, table_id: str) -> bytes | None:
         value = await self.redis.get(TableKeys(table_id).meta)
-        return bytes(value) if value is not None else None
+        return as_bytes(value) if value is not None else None
 
     @reconnecting
     async def metas(self, table_ids: Sequence[str]) -> list[bytes | None]:
@@ -200,12 +205,12 @@ class Store:
         async with self.redis.pipeline(transaction=False) as pipe:
             for table_id in table_ids:
                 pipe.get(TableKeys(table_id).meta)
-            return [bytes(v) if v is not None else None for v in await pipe.execute()]
+            return [as_bytes(v) if v is not None else None for v in await pipe.execute()]
 
     @reconnecting
     async def token_hashes(self, table_id: str) -> dict[int, str]:
         raw = await self.redis.hgetall(TableKeys(table_id).tokens)
-        return {int(seat): bytes(value).decode() for seat, value in raw.items()}
+        return {int(seat): as_bytes(value).decode() for seat, value in raw.items()}
 
     @reconnecting
     async def client_version(self, table_id: str, seat: int, client_id: str) -> int | None:
@@ -252,7 +257,7 @@ class Store:
     async def public_ids(self, limit: int) -> list[str]:
         """Newest first."""
         raw = await self.redis.zrevrange(PUBLIC_INDEX, 0, limit - 1)
-        return [bytes(member).decode() for member in raw]
+        return [as_bytes(member).decode() for member in raw]
 
     @reconnecting
     async def schedule(
@@ -270,9 +275,9 @@ class Store:
         raw = await self.redis.zrangebyscore(DEADLINES, "-inf", now_ms, start=0, num=limit)
         result: list[tuple[str, int]] = []
         for member in raw:
-            parsed = parse_deadline_member(member)
+            parsed = parse_deadline_member(as_bytes(member))
             if parsed is None:
-                await self.redis.zrem(DEADLINES, member)
+                await self.redis.zrem(DEADLINES, as_bytes(member))
             else:
                 result.append(parsed)
         return result

@@ -167,9 +167,8 @@ def parse_create_request(request: object) -> TableConfig:
     if unknown:
         raise _bad(f"unknown field {unknown[0]!r}")
     players = request.get("players", 2)
-    if not _is_int(players) or not 2 <= players <= 4:  # type: ignore[operator]
+    if not isinstance(players, int) or isinstance(players, bool) or not 2 <= players <= 4:
         raise _bad("players must be 2, 3 or 4")
-    assert isinstance(players, int)
     spec = request.get("rules", engine.DEFAULT_PRESET)
     if not isinstance(spec, str | Mapping):
         raise Rejected("invalid_option", "rules must be a preset name or an object", status=400)

@@ -121,7 +121,7 @@ class TableService:
             self._cache.popitem(last=False)
 
     @staticmethod
-    def _doc(loaded: Loaded, audience: str) -> dict[str, Any]:
+    def _doc(loaded: Loaded, audience: str) -> dict[str, Any] | None:
         if audience not in loaded.docs:
             loaded.docs[audience] = loaded.record.document(audience, loaded.version)
         return loaded.docs[audience]
@@ -130,7 +130,9 @@ class TableService:
         async with unavailable_on_redis_error():
             loaded = await self._load(table_id)
         self._check_audience(audience, loaded.record)
-        return loaded.version, self._doc(loaded, audience)
+        doc = self._doc(loaded, audience)
+        assert doc is not None
+        return loaded.version, doc
 
     @staticmethod
     def _check_audience(audience: object, record: TableRecord) -> None:
@@ -248,9 +250,10 @@ class TableService:
     async def _commit(self, table_id: str, loaded: Loaded, change: Change,
                       client: tuple[int, str] | None) -> int | None:
         version = loaded.version + 1
-        new = Loaded(version, change.record, change.record.documents(version))
+        docs = change.record.documents(version)
+        new = Loaded(version, change.record, dict(docs))
         frames: dict[str, bytes] = {}
-        for audience, doc in new.docs.items():
+        for audience, doc in docs.items():
             viewer = audience_viewer(audience, change.record.config.players)
             frame = {"t": "diff", "v": version, "ops": diff(self._doc(loaded, audience), doc),
                      "ev": engine.redact_events(change.events, viewer)}
