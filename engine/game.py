@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from engine.errors import IllegalMove, InvalidNotation, InvalidTranscript
-from engine.layout import Ends, Nodes, attach, candidate_ons, end_total, find_end, lead, open_mask
+from engine.layout import Ends, Nodes, attach, candidate_ons, find_end, lead, open_mask
 from engine.moves import DRAW, LEADS, PASS, PLAYS, Draw, Move, Pass, Play
 from engine.rounds import (
     close_round,
@@ -22,10 +22,10 @@ from engine.rounds import (
     settle,
     start_round,
 )
-from engine.rules import rules_from_spec
+from engine.rules import Rules, rules_from_spec
 from engine.scoring import play_points
-from engine.state import DREW, PASSED, PLAYED, GameState, LogEntry
-from engine.tiles import DOUBLES_MASK, IS_DOUBLE, NAMES, VALUE_MASK, mask_pips
+from engine.state import DREW, PASSED, PLAYED, GameState, LogEntry, Table, make_state
+from engine.tiles import DOUBLES_MASK, HIGH, IS_DOUBLE, LOW, NAMES, VALUE_MASK, Tile, mask_pips
 
 Event = dict[str, object]
 
@@ -72,7 +72,7 @@ def legal_moves(state: GameState) -> list[Move]:
     if not state.nodes:
         return _lead_moves(state, hand)
     ends = state.ends
-    only_spinner = rules.spinner_opening == "all_four_first" and any(e[0] == 0 for e in ends)
+    only_spinner = rules.all_four_first and any(e[0] == 0 for e in ends)
     out: list[Move] = []
     seen = 0
     for node, _side, value, _halves, on in ends:
@@ -115,7 +115,19 @@ def apply(state: GameState, seat: int, move: Move) -> tuple[GameState, list[Even
 
     When the move ends a hand and not the game, the next round is dealt at once.
     """
-    new, events = apply_until_hand_end(state, seat, move)
+    if state.table.game_over:
+        raise IllegalMove("game_over", "the game is over")
+    if seat != state.turn or type(seat) is not int:
+        raise IllegalMove("not_your_turn", f"it is seat {state.turn}'s turn, not seat {seat}'s")
+    kind = type(move)
+    if kind is Play:
+        new, events = _play(state, seat, move)  # type: ignore[arg-type]
+    elif kind is Draw:
+        new, events = _draw(state, seat)
+    elif kind is Pass:
+        new, events = _pass(state, seat)
+    else:
+        raise InvalidNotation("bad_move", f"{move!r} is not a move")
     if new.turn is None and not new.table.game_over:
         new = deal_next_round(new)
         events.append({"type": "deal", "round": new.table.round, "leader": new.table.leader})
@@ -140,6 +152,40 @@ def apply_until_hand_end(
     raise InvalidNotation("bad_move", f"{move!r} is not a move")
 
 
+def _lead(table: Table, seat: int, tile: int, move: Play) -> tuple[Nodes, Ends]:
+    rules = table.rules
+    if move.on is not None:
+        raise IllegalMove("bad_end", "the first tile of a round is not played on another")
+    if table.lead_tile >= 0 and tile != table.lead_tile:
+        must = NAMES[table.lead_tile]
+        code = "must_lead_double" if IS_DOUBLE[table.lead_tile] else "must_lead_tile"
+        raise IllegalMove(code, f"seat {seat} must lead {must}")
+    if rules.lead == "double" and not IS_DOUBLE[tile]:
+        raise IllegalMove("must_lead_double", "the round must be led with a double")
+    return lead(tile, IS_DOUBLE[tile] and rules.spinners != "none")
+
+
+def _resolve_on(nodes: Nodes, ends: Ends, tile: int, on_tile: Tile | None,
+                four_first: bool) -> tuple[int, int]:
+    """(end index, layout tile) a play of `tile` on `on_tile` takes; raises when it cannot."""
+    if on_tile is None:
+        ons = candidate_ons(ends, tile, four_first)
+        if not ons:
+            raise IllegalMove("not_playable", f"{NAMES[tile]} does not match any open end")
+        if len(ons) > 1:
+            named = ", ".join(NAMES[t] for t in ons)
+            raise IllegalMove("bad_end", f"{NAMES[tile]} fits on {named}: say which")
+        on = ons[0]
+    else:
+        on = on_tile.index
+    index = find_end(ends, tile, on, four_first)
+    if index < 0:
+        if not any(n[0] == on for n in nodes):
+            raise IllegalMove("bad_end", f"{NAMES[on]} is not on the layout")
+        raise IllegalMove("not_playable", f"{NAMES[tile]} does not fit an open end of {NAMES[on]}")
+    return index, on
+
+
 def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Event]]:
     table = state.table
     rules = table.rules
@@ -149,37 +195,20 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
     if not hand >> tile & 1:
         raise IllegalMove("not_in_hand", f"seat {seat} does not hold {NAMES[tile]}")
     nodes = state.nodes
-    on = -1
-    if not nodes:
-        if move.on is not None:
-            raise IllegalMove("bad_end", "the first tile of a round is not played on another")
-        if table.lead_tile >= 0 and tile != table.lead_tile:
-            must = NAMES[table.lead_tile]
-            code = "must_lead_double" if IS_DOUBLE[table.lead_tile] else "must_lead_tile"
-            raise IllegalMove(code, f"seat {seat} must lead {must}")
-        if rules.lead == "double" and not IS_DOUBLE[tile]:
-            raise IllegalMove("must_lead_double", "the round must be led with a double")
-        new_nodes, new_ends = lead(tile, IS_DOUBLE[tile] and rules.spinners != "none")
-    else:
+    if nodes:
         ends = state.ends
-        four_first = rules.spinner_opening == "all_four_first"
-        if move.on is None:
-            ons = candidate_ons(ends, tile, four_first)
-            if not ons:
-                raise IllegalMove("not_playable", f"{NAMES[tile]} does not match any open end")
-            if len(ons) > 1:
-                named = ", ".join(NAMES[t] for t in ons)
-                raise IllegalMove("bad_end", f"{NAMES[tile]} fits on {named}: say which")
-            on = ons[0]
-        else:
-            on = move.on.index
-        index = find_end(ends, tile, on, four_first)
+        on_tile = move.on
+        index = -1
+        if on_tile is not None and not rules.all_four_first:
+            on = on_tile.index
+            high = HIGH[tile]
+            low = LOW[tile]
+            for i, e in enumerate(ends):
+                if e[4] == on and (e[2] == high or e[2] == low):
+                    index = i
+                    break
         if index < 0:
-            if not any(n[0] == on for n in nodes):
-                raise IllegalMove("bad_end", f"{NAMES[on]} is not on the layout")
-            raise IllegalMove(
-                "not_playable", f"{NAMES[tile]} does not fit an open end of {NAMES[on]}"
-            )
+            index, on = _resolve_on(nodes, ends, tile, on_tile, rules.all_four_first)
         spinner = False
         if IS_DOUBLE[tile]:
             kind = rules.spinners
@@ -187,17 +216,28 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
                 kind == "first_double" and not any(n[4] for n in nodes)
             )
         new_nodes, new_ends = attach(nodes, ends, index, tile, spinner)
-    total = end_total(new_ends)
-    points = play_points(rules.scoring, rules.scale, total, new_ends)
+    else:
+        on = -1
+        new_nodes, new_ends = _lead(table, seat, tile, move)
+    total = 0
+    for e in new_ends:
+        total += e[2] * e[3]
+    scoring = rules.scoring
+    if scoring == "fives":
+        points = total // rules.scale if total % 5 == 0 else 0
+    elif scoring == "none":
+        points = 0
+    else:
+        points = play_points(scoring, rules.scale, total, new_ends)
     new_hand = hand ^ (1 << tile)
     new_hands = (*hands[:seat], new_hand, *hands[seat + 1:])
-    side = table.side_of[seat]
-    scores = state.scores
-    exact = rules.game_end == "exact"
     if not new_hand:
         return _domino(state, seat, tile, on, points, total, new_hands, new_nodes, new_ends)
+    scores = state.scores
+    side = -1
     if points:
-        if exact and scores[side] + points > rules.target:
+        side = table.side_of[seat]
+        if rules.exact and scores[side] + points > rules.target:
             points = 0
         else:
             scores = (*scores[:side], scores[side] + points, *scores[side + 1:])
@@ -207,20 +247,29 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
         "end_total": total, "points": points,
     }]
     boneyard = state.boneyard_tiles
-    if exact and points and scores[side] == rules.target:
+    if points and rules.exact and scores[side] == rules.target:
         pips = tuple(mask_pips(m) for m in new_hands)
         return close_round(state, new_hands, boneyard, new_nodes, new_ends, log, scores, "target",
                            None, 0, pips, (), side, events), events
-    if not may_draw(rules, boneyard) and _stuck(rules, new_hands, new_ends):
-        return _blocked(state, seat, new_hands, boneyard, new_nodes, new_ends, log, scores,
-                        events), events
-    return GameState(table, (seat + 1) % rules.players, scores, new_hands, boneyard, new_nodes,
-                     new_ends, log), events
+    if not (rules.drawing and len(boneyard) > rules.boneyard_reserve):
+        if rules.all_four_first:
+            mask = open_mask(new_ends, True)
+        else:
+            mask = 0
+            for e in new_ends:
+                mask |= VALUE_MASK[e[2]]
+        for h in new_hands:
+            if h & mask:
+                break
+        else:
+            return _blocked(state, seat, new_hands, boneyard, new_nodes, new_ends, log, scores,
+                            events), events
+    return make_state(table, (seat + 1) % rules.players, scores, new_hands, boneyard, new_nodes,
+                      new_ends, log), events
 
 
-def _stuck(rules: object, hands: tuple[int, ...], ends: Ends) -> bool:
-    four_first = getattr(rules, "spinner_opening") == "all_four_first"  # noqa: B009
-    mask = open_mask(ends, four_first)
+def _stuck(rules: Rules, hands: tuple[int, ...], ends: Ends) -> bool:
+    mask = open_mask(ends, rules.all_four_first)
     return not any(h & mask for h in hands)
 
 
@@ -234,7 +283,7 @@ def _domino(state: GameState, seat: int, tile: int, on: int, points: int, total:
     gains = list(outcome.gains)
     bonus = outcome.bonus
     scores = state.scores
-    if rules.game_end == "exact" and scores[side] + points + gains[side] > rules.target:
+    if rules.exact and scores[side] + points + gains[side] > rules.target:
         points = gains[side] = bonus = 0
         log = (*state.log, (seat, PLAYED, tile, on, 0, total))
     new_scores = tuple(s + g for s, g in zip(scores, gains, strict=True))
@@ -256,7 +305,7 @@ def _blocked(state: GameState, seat: int, hands: tuple[int, ...], boneyard: tupl
     outcome = settle(state, hands, "blocked", seat, log)
     gains = list(outcome.gains)
     bonus = outcome.bonus
-    if rules.game_end == "exact":
+    if rules.exact:
         for i, gain in enumerate(gains):
             if scores[i] + gain > rules.target:
                 gains[i] = 0
@@ -282,8 +331,7 @@ def _draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
         if not IS_DOUBLE[boneyard[0]]:
             turn = (seat + 1) % rules.players
     else:
-        four_first = rules.spinner_opening == "all_four_first"
-        if hand & open_mask(state.ends, four_first):
+        if hand & open_mask(state.ends, rules.all_four_first):
             raise IllegalMove("must_play", f"seat {seat} holds a tile that fits and must play")
         if not may_draw(rules, boneyard):
             raise IllegalMove("cannot_draw", "no tile may be drawn: pass")
@@ -296,8 +344,8 @@ def _draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
     if state.nodes and not may_draw(rules, rest) and _stuck(rules, new_hands, state.ends):
         return _blocked(state, seat, new_hands, rest, state.nodes, state.ends, log, state.scores,
                         events), events
-    return GameState(table, turn, state.scores, new_hands, rest, state.nodes, state.ends,
-                     log), events
+    return make_state(table, turn, state.scores, new_hands, rest, state.nodes, state.ends,
+                      log), events
 
 
 def _pass(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
@@ -307,12 +355,11 @@ def _pass(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
         if rules.lead == "double" and not state.hand_masks[seat] & DOUBLES_MASK:
             raise IllegalMove("must_draw", f"seat {seat} holds no double and must draw for one")
         raise IllegalMove("must_play", f"seat {seat} must lead a tile")
-    four_first = rules.spinner_opening == "all_four_first"
-    if state.hand_masks[seat] & open_mask(state.ends, four_first):
+    if state.hand_masks[seat] & open_mask(state.ends, rules.all_four_first):
         raise IllegalMove("must_play", f"seat {seat} holds a tile that fits and must play")
     if may_draw(rules, state.boneyard_tiles):
         raise IllegalMove("must_draw", f"seat {seat} cannot play and must draw")
     log = (*state.log, (seat, PASSED, -1, -1, 0, -1))
     events: list[Event] = [{"type": "pass", "seat": seat}]
-    return GameState(table, (seat + 1) % rules.players, state.scores, state.hand_masks,
-                     state.boneyard_tiles, state.nodes, state.ends, log), events
+    return make_state(table, (seat + 1) % rules.players, state.scores, state.hand_masks,
+                      state.boneyard_tiles, state.nodes, state.ends, log), events

@@ -37,6 +37,12 @@ def attach(nodes: Nodes, ends: Ends, index: int, tile: int, spinner: bool) -> tu
     """The layout after playing `tile` on `ends[index]` (`spinner`: the new tile is one)."""
     parent, side, value, _, parent_tile = ends[index]
     node = len(nodes)
+    if not IS_DOUBLE[parent_tile] and not IS_DOUBLE[tile]:  # the common case, kept short
+        outer = LOW[tile] if HIGH[tile] == value else HIGH[tile]
+        return (
+            (*nodes, (tile, parent, side, value, spinner)),
+            (*ends[:index], *ends[index + 1:], (node, "O", outer, 1, tile)),
+        )
     rest = ends[:index] + ends[index + 1:]
     if IS_DOUBLE[parent_tile] and side in _HORIZONTAL:
         free = [i for i, e in enumerate(rest) if e[0] == parent and e[1] in _HORIZONTAL]
@@ -72,7 +78,7 @@ def restricted(ends: Ends, all_four_first: bool) -> bool:
 
 def open_mask(ends: Ends, all_four_first: bool) -> int:
     """Bitmask of every tile that fits some end that may take a tile now."""
-    only_spinner = restricted(ends, all_four_first)
+    only_spinner = all_four_first and restricted(ends, True)
     mask = 0
     for e in ends:
         if only_spinner and e[0] != 0:
@@ -83,7 +89,7 @@ def open_mask(ends: Ends, all_four_first: bool) -> int:
 
 def find_end(ends: Ends, tile: int, on: int, all_four_first: bool) -> int:
     """Index of the end of layout tile `on` that `tile` takes, or -1."""
-    only_spinner = restricted(ends, all_four_first)
+    only_spinner = all_four_first and restricted(ends, True)
     high, low = HIGH[tile], LOW[tile]
     for i, e in enumerate(ends):
         if e[4] == on and (e[2] == high or e[2] == low):

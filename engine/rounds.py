@@ -35,7 +35,10 @@ def seat_sides(rules: Rules) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ..
 def deal(rules: Rules, rng: random.Random) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
     """Shuffle the set and deal `hand_size` tiles to each seat; the rest is the boneyard."""
     tiles = list(range(28))
-    rng.shuffle(tiles)
+    rand = rng.random
+    for i in range(27, 0, -1):  # Fisher-Yates on random() (as random.shuffle once did)
+        j = int(rand() * (i + 1))
+        tiles[i], tiles[j] = tiles[j], tiles[i]
     n = rules.hand_size
     hands = tuple(tuple(tiles[i * n:(i + 1) * n]) for i in range(rules.players))
     return hands, tuple(tiles[rules.players * n:])
@@ -289,7 +292,10 @@ def close_round(state: GameState, hands: tuple[int, ...], boneyard: tuple[int, .
         events.append({"type": "game_end", "winner": game_winner, "totals": list(scores)})
         final = replace(table, past=past, game_over=True, winner=game_winner)
         return GameState(final, None, scores, hands, boneyard, nodes, ends, log)
-    between = replace(table, past=past, lead_from=next_lead)
+    between = Table(
+        table.rules, table.seed, table.round, table.leader, next_lead, table.lead_tile,
+        table.deal_hands, table.deal_boneyard, past, False, None, table.sides, table.side_of,
+    )
     return GameState(between, None, scores, hands, boneyard, nodes, ends, log)
 
 

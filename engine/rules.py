@@ -7,7 +7,7 @@ into a frozen `Rules` for one player count. Imports only `engine.errors`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -140,11 +140,22 @@ class Rules:
     boneyard_reserve: int
     target: int
     game_end: str
+    # Derived flags read on every move (not options; excluded from comparison).
+    all_four_first: bool = field(init=False, repr=False, compare=False)
+    exact: bool = field(init=False, repr=False, compare=False)
+    drawing: bool = field(init=False, repr=False, compare=False)
+    unit: int = field(init=False, repr=False, compare=False)
+    """The scoring unit pip counts are rounded to: 3 under `threes`, else 5."""
 
-    @property
-    def unit(self) -> int:
-        """The scoring unit pip counts are rounded to: 3 under `threes`, else 5."""
-        return 3 if self.scoring == "threes" else 5
+    def __post_init__(self) -> None:
+        derived = {
+            "all_four_first": self.spinner_opening == "all_four_first",
+            "exact": self.game_end == "exact",
+            "drawing": self.draw == "until_playable",
+            "unit": 3 if self.scoring == "threes" else 5,
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
     def options(self) -> dict[str, Any]:
         """Every resolved option by name (plain data)."""

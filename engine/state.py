@@ -120,3 +120,31 @@ class GameState:
     def results(self) -> tuple[HandResult, ...]:
         """Results of the finished rounds, in order."""
         return tuple(r.result for r in self.table.past if r.result is not None)
+
+
+_new = object.__new__
+_set_table = GameState.__dict__["table"].__set__
+_set_turn = GameState.__dict__["turn"].__set__
+_set_scores = GameState.__dict__["scores"].__set__
+_set_hands = GameState.__dict__["hand_masks"].__set__
+_set_boneyard = GameState.__dict__["boneyard_tiles"].__set__
+_set_nodes = GameState.__dict__["nodes"].__set__
+_set_ends = GameState.__dict__["ends"].__set__
+_set_log = GameState.__dict__["log"].__set__
+
+
+def make_state(
+    table: Table, turn: int | None, scores: tuple[int, ...], hand_masks: tuple[int, ...],
+    boneyard_tiles: tuple[int, ...], nodes: Nodes, ends: Ends, log: tuple[LogEntry, ...],
+) -> GameState:
+    """`GameState(...)` without the dataclass initialiser's per-field lookups (hot path)."""
+    state: GameState = _new(GameState)
+    _set_table(state, table)
+    _set_turn(state, turn)
+    _set_scores(state, scores)
+    _set_hands(state, hand_masks)
+    _set_boneyard(state, boneyard_tiles)
+    _set_nodes(state, nodes)
+    _set_ends(state, ends)
+    _set_log(state, log)
+    return state

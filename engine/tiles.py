@@ -88,7 +88,12 @@ def tile_index(text: object) -> int:
 
 def mask_tiles(mask: int) -> list[int]:
     """The tile indexes set in a hand bitmask, highest tile first."""
-    return [i for i in range(27, -1, -1) if mask >> i & 1]
+    out = []
+    while mask:
+        top = mask.bit_length() - 1
+        out.append(top)
+        mask ^= 1 << top
+    return out
 
 
 def mask_pips(mask: int) -> int:

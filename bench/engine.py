@@ -1,0 +1,125 @@
+"""Random-playout throughput of the rules engine, and a per-hand comparison with `dominoes`.
+
+    python bench/engine.py [--seconds 1.0] [--rounds 3] [--presets all-fives,block]
+
+1. For every preset, with 2 and 4 players: games, hands and moves per second of uniformly
+   random legal play through the public API (`legal_moves` + `apply`).
+2. Side by side: the PyPI package `dominoes` (a 4-player partnership Block engine; one of its
+   games is one hand) against our `{"preset": "block", "hand_size": {"4": 7}}`, both playing
+   random moves, compared per hand. The two are measured in alternating slices so that a busy
+   machine slows both alike; the best slice of each is reported.
+Prints figures only; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine import PRESETS, apply, legal_moves, new_game
+from engine.selfplay import selfplay
+
+BLOCK_7 = {"preset": "block", "hand_size": {"4": 7}}
+
+
+def ours_hands(seconds: float, seed: int) -> tuple[int, int, float]:
+    """Random hands of BLOCK_7 with 4 players for about `seconds`: (hands, moves, elapsed)."""
+    rng = random.Random(seed)
+    choice = rng.choice
+    hands = moves = 0
+    game = seed
+    state = new_game(BLOCK_7, 4, game)
+    start = time.perf_counter()
+    deadline = start + seconds
+    while True:
+        turn = state.turn
+        assert turn is not None
+        state, events = apply(state, turn, choice(legal_moves(state)))
+        moves += 1
+        if len(events) > 1:
+            for event in events:
+                if event["type"] == "hand_end":
+                    hands += 1
+            if state.game_over:
+                game += 1
+                state = new_game(BLOCK_7, 4, game)
+            if time.perf_counter() > deadline:
+                break
+    return hands, moves, time.perf_counter() - start
+
+
+def theirs_hands(seconds: float, seed: int) -> tuple[int, int, float]:
+    """Random games (= hands) of `dominoes` for about `seconds`: (hands, moves, elapsed)."""
+    import dominoes
+
+    dominoes.players.rand.seed(seed)
+    player = dominoes.players.random
+    hands = moves = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        game = dominoes.Game.new()
+        while game.result is None:
+            player(game)
+            game.make_move(*game.valid_moves[0])
+            moves += 1
+        hands += 1
+    return hands, moves, time.perf_counter() - start
+
+
+def compare(seconds: float, rounds: int) -> dict[str, Any]:
+    best: dict[str, float] = {"ours": 0.0, "dominoes": 0.0}
+    moves_rate: dict[str, float] = {"ours": 0.0, "dominoes": 0.0}
+    for r in range(rounds):
+        for name, run in (("dominoes", theirs_hands), ("ours", ours_hands)):
+            hands, moves, elapsed = run(seconds, r)
+            if hands / elapsed > best[name]:
+                best[name] = hands / elapsed
+                moves_rate[name] = moves / elapsed
+    return {
+        "game": "4-player partnership Block, 7 tiles each, random moves",
+        "ours_hands_per_second": round(best["ours"]),
+        "dominoes_hands_per_second": round(best["dominoes"]),
+        "ratio": round(best["ours"] / best["dominoes"], 2) if best["dominoes"] else None,
+        "ours_moves_per_second": round(moves_rate["ours"]),
+        "dominoes_moves_per_second": round(moves_rate["dominoes"]),
+    }
+
+
+def per_preset(names: list[str], seconds: float) -> list[dict[str, Any]]:
+    rows = []
+    for name in names:
+        for players in (2, 4):
+            games = 1
+            report = selfplay(name, players, games, seed=1)
+            while report.seconds < seconds and games < 100_000:
+                games *= 2
+                report = selfplay(name, players, games, seed=1)
+            rows.append({"preset": name, "players": players, **report.summary()})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating comparison slices")
+    parser.add_argument("--presets", default=",".join(PRESETS), help="comma-separated presets")
+    args = parser.parse_args()
+    print("== random playouts per preset (games, hands, moves per second)")
+    print(f"{'preset':<20}{'seats':>6}{'games/s':>10}{'hands/s':>10}{'moves/s':>11}")
+    for row in per_preset(args.presets.split(","), args.seconds):
+        print(f"{row['preset']:<20}{row['players']:>6}{row['games_per_second']:>10.0f}"
+              f"{row['hands_per_second']:>10.0f}{row['moves_per_second']:>11.0f}")
+    print("== per hand against the PyPI package `dominoes` (same game, random players)")
+    print(json.dumps(compare(args.seconds, args.rounds)))
+
+
+if __name__ == "__main__":
+    main()
