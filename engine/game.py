@@ -247,10 +247,6 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
         "end_total": total, "points": points,
     }]
     boneyard = state.boneyard_tiles
-    if points and rules.exact and scores[side] == rules.target:
-        pips = tuple(mask_pips(m) for m in new_hands)
-        return close_round(state, new_hands, boneyard, new_nodes, new_ends, log, scores, "target",
-                           None, 0, pips, (), side, events), events
     if not (rules.drawing and len(boneyard) > rules.boneyard_reserve):
         if rules.all_four_first:
             mask = open_mask(new_ends, True)
@@ -264,6 +260,10 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
         else:
             return _blocked(state, seat, new_hands, boneyard, new_nodes, new_ends, log, scores,
                             events), events
+    if points and rules.exact and scores[side] == rules.target:
+        pips = tuple(mask_pips(m) for m in new_hands)
+        return close_round(state, new_hands, boneyard, new_nodes, new_ends, log, scores, "target",
+                           None, 0, pips, (), side, events), events
     return make_state(table, (seat + 1) % rules.players, scores, new_hands, boneyard, new_nodes,
                       new_ends, log), events
 

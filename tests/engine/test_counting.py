@@ -184,3 +184,13 @@ def test_double_bergen_draws_for_a_double_and_covers_the_spinner_first() -> None
     state, events = play(state, ["3-1>3-3", "6-3>3-3", "3-2>3-3", "6-1>6-3"])
     assert points(events) == [0, 0, 0, 2]
     assert view(state, None)["leader"] == 0
+
+
+def test_exact_target_reached_by_a_blocking_play_ends_blocked() -> None:
+    state = deal({"preset": "fives-and-threes", "target": 2, "hand_size": 2},
+                 [["5-0", "6-6"], ["1-0", "4-4"]])
+    state, events = play(state, ["5-0", "1-0>5-0"])
+    assert points(events) == [1, 2]  # ends 5 + 1 = 6 scores 2
+    end = next(e for e in events if e["type"] == "hand_end")
+    assert (end["end"], end["winner"], end["bonus"]) == ("blocked", 1, 0)
+    assert state.game_over and state.winner == 1 and state.scores == (1, 2)
