@@ -224,7 +224,9 @@ class Store:
         """The frames of ``audience`` for versions since+1..current, or None when part of that
         history is gone (trimmed) or ``since`` is not a version of this table."""
         keys = TableKeys(table_id)
-        async with self.redis.pipeline(transaction=True) as pipe:
+        # Two single-key reads in order (no MULTI, so Redis Cluster pipelines work too): the
+        # stream is read after the version, so it reaches at least that version.
+        async with self.redis.pipeline(transaction=False) as pipe:
             pipe.get(keys.version)
             pipe.xrange(keys.stream, min=f"0-{since + 1}", max="+")
             version_raw, entries = await pipe.execute()
@@ -235,13 +237,13 @@ class Store:
         expected = since + 1
         wanted = audience.encode()
         for entry_id, fields in entries:
-            version = int(bytes(entry_id).split(b"-", 1)[1])
+            version = int(as_bytes(entry_id).split(b"-", 1)[1])
             frame = fields.get(wanted)
             if version != expected or frame is None:
                 return None
-            frames.append((version, bytes(frame)))
+            frames.append((version, as_bytes(frame)))
             expected += 1
-        if expected != current + 1:
+        if expected <= current:
             return None
         return frames
 
