@@ -314,3 +314,33 @@ def test_a_game_played_by_keyboard_ends_and_replays_move_by_move(
     shots(page, "09-replay")
     page.get_by_role("button", name="previous move").click()
     expect(counter).to_have_text(f"{total - 1} / {total}")
+
+
+def test_a_private_table_is_joined_through_its_invite_link(
+    browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
+) -> None:
+    host = browser.new_context(viewport={"width": 1000, "height": 760}).new_page()
+    host.goto(f"{service.url}/#/")
+    form = host.locator("form.create-form")
+    form.locator("input[name=player]").fill("eve")
+    form.locator("input[name=name]").fill("Secret fives")
+    form.locator("select[name=seat1]").select_option("human")
+    form.locator("input[name=private]").check()
+    form.locator("button[type=submit]").click()
+    link = host.locator(".waiting .invite-link")
+    expect(link).to_have_value(re.compile(r"#/t/\w+\?invite=.+"))
+    shots(host, "10-private-waiting-room")
+    invite_url = link.input_value()
+
+    # not listed in the lobby
+    lobby = browser.new_context().new_page()
+    lobby.goto(f"{service.url}/#/")
+    expect(lobby.locator(".table-list")).not_to_contain_text("Loading")
+    expect(lobby.locator(".table-list")).not_to_contain_text("Secret fives")
+
+    guest = browser.new_context(viewport={"width": 1000, "height": 760}).new_page()
+    guest.goto(invite_url)
+    sit(guest, 1, "fay")
+    for page in (host, guest):
+        expect(page.locator(".hand .hand-tile")).to_have_count(7)
+        expect(page.locator(".waiting")).to_be_hidden()
