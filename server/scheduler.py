@@ -18,13 +18,14 @@ from dataclasses import replace
 from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
 
+import msgpack
 from redis.exceptions import RedisError
 
 import engine
 from engine.bots import choose_move
-from server.record import FINISHED, STANDIN_BOT, TableRecord
+from server.record import FINISHED, PLAYING, STANDIN_BOT, TableRecord
 from server.rejected import Rejected
-from server.store import DEADLINES
+from server.store import DEADLINES, as_bytes, deadline_member
 from server.tables import Change, Loaded
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ RETRY_MS = 5_000
 LEASE_MS = 10_000
 BATCH = 50
 REARM_PAGE = 500
+REARM_S = 300.0  # how often lost deadline entries are looked for
 SEARCHING_LEVELS = ("strong", "strong-fast")
 
 
@@ -64,11 +66,16 @@ class Scheduler:
             pool.shutdown(wait=True, cancel_futures=True)
 
     async def _run(self, stop: asyncio.Event) -> None:
-        try:
-            await self.rearm()
-        except RedisError as exc:
-            log.warning("could not re-arm deadlines: %s", exc)
+        next_rearm = 0.0
+        loop = asyncio.get_running_loop()
         while not stop.is_set():
+            if loop.time() >= next_rearm:
+                try:
+                    await self.rearm()
+                    next_rearm = loop.time() + REARM_S
+                except RedisError as exc:
+                    log.warning("could not re-arm deadlines: %s", exc)
+                    next_rearm = loop.time() + 1.0
             try:
                 acted = await self.run_once()
                 wait = 0.0 if acted >= BATCH else await self._idle_wait()
@@ -164,12 +171,15 @@ class Scheduler:
         return choose_move(level, view, seed)
 
     async def rearm(self) -> int:
-        """Give every playing table its deadline entry again (after a crash between a commit
-        and its deadline write). Returns how many tables were looked at."""
+        """Give every playing table its deadline entry again (lost if a process died between
+        a commit and its deadline write). Returns how many playing tables were looked at."""
         seen = 0
         redis = self.store.redis
-        async for key in redis.scan_iter(match="t:{*}:v", count=REARM_PAGE):
-            table_id = bytes(key).decode()[3:-3]
+        async for key in redis.scan_iter(match="t:{*}:meta", count=REARM_PAGE):
+            table_id = as_bytes(key).decode()[3:-6]
+            meta = await self.store.meta(table_id)
+            if meta is None or msgpack.unpackb(meta).get("status") != PLAYING:
+                continue
             seen += 1
             try:
                 loaded = await self.service._load(table_id)
@@ -177,7 +187,8 @@ class Scheduler:
                 continue
             due = loaded.record.due_ms(self.service.now_ms(), self.service.bot_delay_ms)
             if due is not None:
-                await redis.zadd(DEADLINES, {f"{table_id}:{loaded.version}": due}, nx=True)
+                await redis.zadd(DEADLINES, {deadline_member(table_id, loaded.version): due},
+                                 nx=True)
         return seen
 
 
