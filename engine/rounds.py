@@ -47,12 +47,10 @@ def deal(rules: Rules, rng: random.Random) -> tuple[tuple[tuple[int, ...], ...],
 def check_deal(
     rules: Rules, hands: Sequence[Sequence[object]], boneyard: Sequence[object]
 ) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
-    """Validate an explicit deal (tiles as `Tile`, text or index); raises `bad_deal`."""
+    """Validate an explicit deal (tiles as `Tile` or text like "6-4"); raises `bad_deal`."""
     def index(tile: object) -> int:
         if isinstance(tile, Tile):
             return tile.index
-        if type(tile) is int and 0 <= tile < 28:
-            return tile
         return Tile.parse(tile).index
 
     try:

@@ -122,6 +122,8 @@ def _walk(transcript: object, after: Callable[[GameState], None] | None) -> dict
         end: dict[str, Any] | None = None
         for k, data in enumerate(rnd.get("moves", [])):
             try:
+                if state.game_over:
+                    raise IllegalMove("game_over", "the game is over; nothing may follow it")
                 if end is not None:
                     raise IllegalMove("hand_over", "the hand has ended; nothing may follow it")
                 seat, move = _parse_move(data, players)

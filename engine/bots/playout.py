@@ -76,14 +76,15 @@ def playout(
         if playable:
             side = side_of[turn]
             tile, kind, idx, pts = best_play(table, playable, rules, scores[side])
-            table.play(tile, kind, idx, rules)
             hand ^= 1 << tile
             hands[turn] = hand
-            scores[side] += pts
-            if rules.exact and scores[side] == rules.target:
-                return _finish(scores, start, side)
             if not hand:
-                return finish_hand(hands, scores, start, rules, side_of, turn)
+                raw = table.points_after(tile, kind, idx, rules)
+                return finish_hand(hands, scores, start, rules, side_of, turn, raw)
+            table.play(tile, kind, idx, rules)
+            scores[side] += pts
+            if rules.exact and pts and scores[side] == rules.target:
+                return _finish(scores, start, side)
             turn = (turn + 1) % n
         elif pos < limit:
             hands[turn] = hand | 1 << boneyard[pos]
@@ -109,15 +110,24 @@ def finish_hand(
     rules: SimRules,
     side_of: tuple[int, ...],
     domino_seat: int | None,
+    domino_points: int = 0,
 ) -> list[int]:
-    """Settle a hand that just ended (domino by `domino_seat`, or blocked when None)."""
+    """Settle a hand that just ended: a domino by `domino_seat` (whose last play scored
+    `domino_points`, not yet in `scores`), or blocked when `domino_seat` is None.
+
+    Under an exact target, the domino play's points and the bonus are void together
+    when their sum would overshoot; a blocked hand's gains are void side by side.
+    """
     extra = hand_end_gains(rules, side_of, hands, domino_seat)
+    if domino_seat is not None:
+        side = side_of[domino_seat]
+        if rules.exact and scores[side] + domino_points + extra[side] > rules.target:
+            extra[side] = domino_points = 0
+        scores[side] += domino_points
     for k, g in enumerate(extra):
-        if rules.exact:
-            if g > 0 and scores[k] + g <= rules.target:
-                scores[k] += g
-        else:
-            scores[k] += g
+        if rules.exact and scores[k] + g > rules.target:
+            continue
+        scores[k] += g
     gains = [s - b for s, b in zip(scores, start, strict=True)]
     top = max(scores)
     if rules.exact:

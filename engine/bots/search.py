@@ -39,16 +39,16 @@ def evaluate(knowledge: Knowledge, move: SimMove, hands: list[int], boneyard: li
     start = scores[:]
     tile, kind, idx = move
     pts = table.points_after(tile, kind, idx, rules)
+    hands[seat] &= ~(1 << tile)
+    if not hands[seat]:
+        gains = finish_hand(hands, scores, start, rules, side_of, seat, pts)
+        return _value(gains, side)
     if rules.exact and scores[side] + pts > rules.target:
         pts = 0
     table.play(tile, kind, idx, rules)
-    hands[seat] &= ~(1 << tile)
     scores[side] += pts
-    if rules.exact and scores[side] == rules.target:
+    if rules.exact and pts and scores[side] == rules.target:
         return 1000.0 + pts
-    if not hands[seat]:
-        gains = finish_hand(hands, scores, start, rules, side_of, seat)
-        return _value(gains, side)
     later = playout(table, hands, boneyard, (seat + 1) % rules.players, scores, rules, side_of)
     later[side] += pts
     return _value(later, side)

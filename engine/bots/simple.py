@@ -27,14 +27,22 @@ def random_move(view: Mapping[str, Any], rng: random.Random) -> Move:
 
 
 def play_points(knowledge: Knowledge, move: Move) -> int:
-    """Points `move` scores now (0 for draws, passes and points void at an exact target)."""
+    """Points `move` scores now (0 for draws, passes and points void at an exact target).
+
+    Under an exact target a domino's points are void when they and the bonus together
+    overshoot; the bonus is counted when it is a fixed number, else taken as nothing
+    (the other hands are hidden).
+    """
     sim = knowledge.sim_move(move)
     if sim is None:
         return 0
     rules = knowledge.rules
     pts = knowledge.table.points_after(*sim, rules)
     side = rules.side_of()[knowledge.seat]
-    if rules.exact and knowledge.scores[side] + pts > rules.target:
+    bonus = 0
+    if knowledge.hand == 1 << sim[0] and rules.bonus == "fixed":
+        bonus = rules.bonus_points
+    if rules.exact and knowledge.scores[side] + pts + bonus > rules.target:
         return 0
     return pts
 

@@ -282,8 +282,16 @@ def hand_end_gains(
         if len(tied) != 1:
             if rules.blocked_split and nsides == 3 and len(tied) == 2:
                 third = next(k for k in range(nsides) if k not in tied)
+                if rules.bonus == "fixed":
+                    share = (rules.bonus_points + 1) // 2
+                elif rules.bonus == "opponents_minus_own":
+                    share = _convert_half(rules, max(0, side_pips[third] - low))
+                elif rules.bonus == "all_hands":
+                    share = _convert_half(rules, sum(side_pips))
+                else:
+                    share = _convert_half(rules, side_pips[third])
                 for k in tied:
-                    gains[k] = _convert_half(rules, side_pips[third])
+                    gains[k] = share
             return gains
         winner = tied[0]
     others = sum(side_pips) - side_pips[winner]

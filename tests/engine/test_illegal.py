@@ -136,6 +136,8 @@ def same_tile(a: str, b: str) -> bool:
     (lambda t: t["rounds"][0]["hands"][0].pop(), "bad_deal", (0, None)),
     (lambda t: t["rounds"][0]["hands"][0].__setitem__(0, "5-3"), "bad_deal", (0, None)),
     (lambda t: t["rounds"][0]["hands"][0].__setitem__(0, "9-9"), "bad_deal", (0, None)),
+    (lambda t: t["rounds"][0]["hands"][0].__setitem__(0, 13), "bad_deal", (0, None)),
+    (lambda t: t["rounds"][0].__setitem__("boneyard", "6-6"), "bad_deal", (0, None)),
     (lambda t: t["rounds"][0].__setitem__("leader", 2), "bad_leader", (0, None)),
     (lambda t: t["rounds"][0].__setitem__("leader", "0"), "bad_leader", (0, None)),
     (lambda t: t["rounds"][0]["moves"].append({"seat": 1, "play": "6-6"}), "not_playable",
@@ -172,3 +174,22 @@ def test_broken_transcripts_name_round_move_and_code(
         replay(transcript)
     assert err.value.code == code
     assert (err.value.round, err.value.move) == where
+
+
+def test_moves_after_an_exact_target_win_are_game_over() -> None:
+    transcript = {
+        "rules": {"preset": "fives-and-threes", "target": 1, "hand_size": 2}, "players": 2,
+        "rounds": [{"hands": [["5-0", "6-6"], ["1-0", "4-4"]],
+                    "boneyard": [t for t in ALL if t not in ("5-0", "6-6", "1-0", "4-4")],
+                    "leader": 0,
+                    "moves": [{"seat": 0, "play": "5-0"}, {"seat": 1, "play": "1-0"}]}],
+    }
+    with pytest.raises(IllegalMove) as err:
+        replay(transcript)
+    assert (err.value.code, err.value.round, err.value.move) == ("game_over", 0, 1)
+    transcript["rounds"][0]["moves"].pop()  # type: ignore[index]
+    assert replay(transcript) == {
+        "rounds": [{"scores": [1], "end": "target", "winner": None, "bonus": 0,
+                    "totals": [1, 0]}],
+        "winner": 0,
+    }
