@@ -1,0 +1,1 @@
+"""Reliability and security gates: crashes, Redis outages, Cluster, fuzzing, leaks and abuse."""
