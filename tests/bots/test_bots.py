@@ -175,3 +175,46 @@ def test_greedy_breaks_a_tie_between_ends_by_the_earliest_layout_tile() -> None:
     state = _position([(0, "6-4", None), (1, "4-3", "6-4")], hands, bone, 0)
     assert {str(m.on) for m in legal_moves(state) if isinstance(m, Play)} == {"6-4", "4-3"}
     assert choose_move("greedy", view(state, 0), 0) == Play(Tile.parse("6-3"), Tile.parse("6-4"))
+
+
+OVERRIDES = {
+    "boneyard_reserve": [0, 2, 4], "spinners": ["none", "first_double", "all_doubles"],
+    "partnerships": [True, False], "draw": ["until_playable", "none"],
+    "scoring": ["fives", "threes", "fives_and_threes", "matching", "none"],
+    "bonus": ["opponents", "opponents_minus_own", "all_hands", "fixed", "penalty"],
+    "bonus_rounding": ["nearest", "none"], "blocked_tie": ["none", "split"],
+    "game_end": ["round_end", "exact"], "lead": ["any", "double"],
+    "first_leader": ["random", "highest_double"], "blocked_bonus": [True, False],
+    "hand_size": [3, 5, 6], "target": [10, 40],
+}
+
+
+@st.composite
+def rule_specs(draw: st.DrawFn) -> tuple[dict[str, object], int]:
+    players = draw(st.sampled_from(PLAYER_COUNTS))
+    spec: dict[str, object] = {"preset": draw(st.sampled_from(PRESET_NAMES))}
+    for key in draw(st.lists(st.sampled_from(sorted(OVERRIDES)), max_size=5, unique=True)):
+        spec[key] = draw(st.sampled_from(OVERRIDES[key]))
+    try:
+        from engine import rules_from_spec
+
+        rules_from_spec(spec, players)
+    except EngineError:
+        spec = {"preset": spec["preset"]}
+    return spec, players
+
+
+@SETTINGS
+@given(case=rule_specs(), seed=st.integers(0, 10_000), level=st.sampled_from(BOT_LEVELS))
+def test_bots_stay_legal_under_rule_overrides(case: tuple[dict[str, object], int], seed: int,
+                                              level: str) -> None:
+    spec, players = case
+    state = new_game(spec, players, seed)
+    for n in range(120):
+        if state.game_over:
+            break
+        seat = state.turn
+        assert seat is not None
+        move = choose_move(level, view(state, seat), seed + n, **FAST)
+        assert move in legal_moves(state)
+        state, _ = apply(state, seat, move)

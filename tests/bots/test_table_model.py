@@ -49,3 +49,35 @@ def test_model_matches_engine_on_random_games(preset: str, players: int) -> None
                     expected = [t - b for t, b in zip(end["totals"], before, strict=True)]
                     assert gains == expected
     assert checked > 20
+
+
+@pytest.mark.parametrize("players", PLAYER_COUNTS)
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_greedy_playout_on_the_true_deal_matches_the_engine(preset: str, players: int) -> None:
+    from engine.bots import choose_move
+    from engine.bots.playout import playout
+
+    compared = 0
+    for n, state in enumerate(positions(preset, players, seed=5)):
+        if n % 7 or not state.nodes:
+            # Playouts start after the searched move, never before the lead.
+            continue
+        seat = state.turn
+        assert seat is not None
+        knowledge = Knowledge.from_view(view(state, seat))
+        rules = knowledge.rules
+        side_of = rules.side_of()
+        gains = playout(knowledge.table.copy(), list(state.hand_masks),
+                        list(state.boneyard_tiles), seat, list(state.scores), rules, side_of)
+        gains = [g - 1000 if g >= 500 else g for g in gains]
+        game, start, turn = state, list(state.scores), seat
+        while True:
+            move = choose_move("greedy", view(game, turn), 0)
+            game, events = apply(game, turn, move)
+            if any(e["type"] in ("hand_end", "game_end") for e in events):
+                break
+            assert game.turn is not None
+            turn = game.turn
+        assert gains == [s - b for s, b in zip(game.scores, start, strict=True)]
+        compared += 1
+    assert compared >= 3
