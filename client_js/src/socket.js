@@ -157,6 +157,15 @@ export class TableSocket {
     this.attempt = Math.min(this.attempt + 1, 10);
   }
 
+  /** Drops the connection and connects again at once (a fresh hello). */
+  reopen() {
+    const ws = this.ws;
+    if (!ws) return;
+    ws.close(1000);
+    this.closedBy(ws, 1000);
+    this.reconnectNow();
+  }
+
   reconnectNow() {
     if (this.closed || this.ws) return;
     clearTimeout(this.timers.retry);

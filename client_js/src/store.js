@@ -27,6 +27,7 @@ export function initialState(tableId = null) {
     chat: [],
     presence: [],
     duplicates: 0,
+    broken: false,
   };
 }
 
@@ -103,7 +104,7 @@ export function reduce(state, msg) {
     case "welcome":
       return { ...state, table: msg.table, seat: msg.seat ?? null, welcomed: true, error: null };
     case "snapshot":
-      return { ...state, v: msg.v, doc: msg.doc, gap: null, ev: [] };
+      return { ...state, v: msg.v, doc: msg.doc, gap: null, ev: [], broken: false };
     case "diff":
       return reduceDiff(state, msg);
     case "accepted":
@@ -133,6 +134,8 @@ export function reduce(state, msg) {
       return { ...state, conn: msg.status, welcomed: msg.status === "online" && state.welcomed };
     case "local/move":
       return { ...state, pending: { id: msg.id, v: msg.v, move: msg.move }, rejected: null };
+    case "local/reset":
+      return { ...state, v: null, doc: null, gap: null, ev: [], broken: false };
     case "local/unpend":
       return { ...state, pending: null };
     case "local/dismiss":
@@ -155,8 +158,9 @@ function reduceDiff(state, msg) {
   try {
     doc = applyOps(state.doc, msg.ops ?? []);
   } catch {
-    // A diff that does not fit our document: ask again from the version we trust.
-    return { ...state, gap: state.v };
+    // A diff that does not fit our document: it cannot be trusted any more; the
+    // socket layer fetches a fresh snapshot.
+    return { ...state, gap: state.v, broken: true };
   }
   return { ...state, v: msg.v, doc, gap: null, ev: msg.ev ?? [] };
 }

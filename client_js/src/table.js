@@ -32,7 +32,13 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
   function dispatch(msg) {
     state = reduce(state, msg);
     if (msg.t === "welcome") resumeTo = msg.v;
-    if (state.gap !== null && socket) socket.askSync(state.gap);
+    if (state.broken && socket) {
+      // our document no longer matches the server's: start again from a snapshot
+      state = reduce(state, { t: "local/reset" });
+      socket.reopen();
+    } else if (state.gap !== null && socket) {
+      socket.askSync(state.gap);
+    }
     if (msg.t === "error" && msg.code === "bad_token") {
       forgetSeat(id);
     }

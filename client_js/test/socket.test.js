@@ -124,3 +124,17 @@ test("backoff grows exponentially with jitter and is capped", () => {
   assert.equal(backoffDelay(20, () => 1), 8000);
   assert.equal(backoffDelay(20, () => 0), 4000);
 });
+
+test("reopen drops the connection and says hello again at once", () => {
+  held = 7;
+  const first = start();
+  first.accept();
+  held = null; // the store threw its document away
+  sock.reopen();
+  assert.equal(first.closedWith, 1000);
+  assert.equal(ScriptedWebSocket.made.length, 2);
+  const second = ScriptedWebSocket.made[1];
+  second.accept();
+  assert.equal(second.sent[0].t, "hello");
+  assert.equal(second.sent[0].since, null);
+});

@@ -98,7 +98,13 @@ test("a diff that does not fit the document is treated as a gap", () => {
   const bad = reduce(s12, { t: "diff", v: 13, ops: [["+", ["game", "missing"], [1]]], ev: [] });
   assert.equal(bad.v, 12);
   assert.equal(bad.gap, 12);
+  assert.equal(bad.broken, true);
   assert.equal(bad.doc, s12.doc);
+  const reset = reduce(bad, { t: "local/reset" });
+  assert.equal(sinceVersion(reset), null, "the next hello asks for a snapshot");
+  const fresh = reduce(reset, { t: "snapshot", v: 13, doc: { v: 13, game: null, table: {} } });
+  assert.equal(fresh.broken, false);
+  assert.equal(fresh.v, 13);
 });
 
 test("a diff before any snapshot is ignored", () => {

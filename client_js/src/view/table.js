@@ -147,9 +147,12 @@ export class TableView {
       canJoin ? el("label", { class: "field" }, el("span", {}, "Your name"),
         el("input", { name: "player", maxlength: 24, value: ui.name ?? "" })) : null,
       ui.joinError ? el("p", { class: "form-error" }, ui.joinError) : null,
-      invite ? el("p", { class: "invite" }, "Invite link: ",
-        el("input", { readonly: true, value: invite, class: "invite-link", "aria-label": "invite link",
-          onfocus: (e) => e.target.select() })) : null,
+      invite ? el("p", { class: "invite" }, "Invite link (the table is private): ",
+        el("span", { class: "invite-row" },
+          el("input", { readonly: true, value: invite, class: "invite-link", "aria-label": "invite link",
+            onfocus: (e) => e.target.select() }),
+          el("button", { type: "button", class: "ghost", onclick: (e) => copyText(invite, e.target) },
+            "Copy"))) : null,
       state.seat !== null
         ? el("p", { class: "muted" }, `You sit at seat ${state.seat + 1}. The game starts when every seat is taken.`)
         : null);
@@ -324,7 +327,9 @@ export class TableView {
     fill(box, el("h2", {}, `Score`, target ? el("small", {}, ` to ${target}`) : null),
       el("ul", {}, (game.sides ?? []).map((side, k) => el("li", { class: "side-score", "data-side": k },
         el("span", {}, side.map((s) => this.seatName(table, s)).join(" & ")),
-        el("strong", {}, game.scores?.[k] ?? 0)))));
+        el("strong", {}, game.scores?.[k] ?? 0)))),
+      game.rules?.scale > 1
+        ? el("p", { class: "muted unit" }, `Scores in points of ${game.rules.scale} pips`) : null);
   }
 
   drawHistory(game, table) {
@@ -406,4 +411,11 @@ function describeMove(m, table, view) {
   const on = m.on ? ` on ${m.on}` : "";
   const score = m.points > 0 ? ` · +${m.points}` : "";
   return `${who} played ${m.play}${on} · ends ${m.end_total}${score}`;
+}
+
+function copyText(text, button) {
+  const done = () => {
+    button.textContent = "Copied";
+  };
+  if (navigator.clipboard?.writeText) navigator.clipboard.writeText(text).then(done, () => {});
 }
