@@ -9,7 +9,7 @@ Prints one JSON line per figure:
 - `strong-vs-greedy`: all-fives, 2 players, 300 deals, 100 ms per move (target >= 58 %);
 - `strong-vs-greedy-games`: the same pairing over whole games (aim >= 70 %);
 - `think`: strong at 300 ms per move, every move's wall time (target: max <= 360 ms);
-- `playouts`: sampled deals and greedy playouts per second from real positions.
+- `playouts`: sampled deals and greedy playouts per CPU second from real positions.
 Matches run in `--jobs` processes; the machine's other work shows in wall times.
 """
 
@@ -81,12 +81,12 @@ def playout_speed(positions: int) -> dict[str, Any]:
         if sims:
             seen_positions += 1
             for _ in range(20):
-                t0 = time.perf_counter()
+                t0 = time.process_time()
                 deal = sample_deal(knowledge, rng)
-                t1 = time.perf_counter()
+                t1 = time.process_time()
                 for sim in sims:
                     evaluate(knowledge, sim, list(deal.hands), list(deal.boneyard))
-                t2 = time.perf_counter()
+                t2 = time.process_time()
                 samples += 1
                 playouts += len(sims)
                 sample_time += t1 - t0

@@ -15,6 +15,7 @@ from engine.bots.table import (
     SimRules,
     Table,
     hand_end_gains,
+    points_for_total,
 )
 from engine.tiles import IS_DOUBLE, PIPS
 
@@ -34,13 +35,19 @@ def best_play(
     """The greedy choice among the tiles in `playable` (a non-empty bitmask)."""
     best: Choice | None = None
     best_key: tuple[int, int, int, int, int] | None = None
+    by_total = rules.scoring not in ("matching", "none")
+    base = table.total()
     m = playable
     while m:
         bit = m & -m
         m ^= bit
         tile = bit.bit_length() - 1
         for kind, idx in table.targets(tile, rules):
-            pts = _voided(rules, score, table.points_after(tile, kind, idx, rules))
+            if by_total:
+                raw = points_for_total(rules, table.total_after(tile, kind, idx, base))
+            else:
+                raw = table.points_after(tile, kind, idx, rules)
+            pts = _voided(rules, score, raw)
             node = (
                 table.hubs[idx][4] if kind == HUB else table.ends[idx][3] if kind == ARM else 0
             )

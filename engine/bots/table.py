@@ -149,6 +149,8 @@ class Table:
         a, b = HIGH[tile], LOW[tile]
         out: list[tuple[int, int]] = []
         restricted = rules.all_four_first and any(h[3] and (h[1] or h[2]) for h in self.hubs)
+        if not self.hubs:
+            return [(ARM, i) for i, e in enumerate(self.ends) if e[0] == a or e[0] == b]
         for j, h in enumerate(self.hubs):
             if (h[0] == a or h[0] == b) and (h[1] or (h[3] and h[2])):
                 out.append((HUB, j))
@@ -158,20 +160,25 @@ class Table:
                     out.append((ARM, i))
         return out
 
-    def total_after(self, tile: int, kind: int, idx: int) -> int:
-        """The end total if `tile` were played at (kind, idx); the table is unchanged."""
+    def total_after(self, tile: int, kind: int, idx: int, base: int = -1) -> int:
+        """The end total if `tile` were played at (kind, idx); the table is unchanged.
+
+        `base` is the current total when the caller already has it.
+        """
+        if base < 0:
+            base = self.total()
         a, b = HIGH[tile], LOW[tile]
         if kind == LEAD:
             return a + b
         if kind == ARM:
             e = self.ends[idx]
             gain = 2 * a if a == b else (b if a == e[0] else a)
-            return self.total() - e[1] + gain
+            return base - e[1] + gain
         h = self.hubs[idx]
         other = b if a == h[0] else a
         if h[1] == 1:
-            return self.total() - 2 * h[0] + other
-        return self.total() + other
+            return base - 2 * h[0] + other
+        return base + other
 
     def play(
         self, tile: int, kind: int, idx: int, rules: SimRules, spinner: bool | None = None
