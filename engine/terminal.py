@@ -139,6 +139,7 @@ class Session:
         self.read = read
         self.style = style
         self.moves = 0
+        self.counts_ends = self.state.rules.scoring in ("fives", "threes", "fives_and_threes")
 
     def say(self, text: str = "") -> None:
         self.out.write(text + "\n")
@@ -172,7 +173,11 @@ class Session:
             self.say("  " + line)
         if v["layout"]:
             note = "   (* spinner)" if any(n["spinner"] for n in v["layout"]) else ""
-            self.say(f"Ends count {v['end_total']}{note}")
+            if self.counts_ends:
+                self.say(f"Ends count {v['end_total']}{note}")
+            else:
+                shown = ", ".join(str(e["value"]) for e in v["ends"])
+                self.say(f"Open ends: {shown}{note}")
         self.say("Your hand: " + " ".join(tile_text(t) for t in v["hand"]))
 
     def move_text(self, move: Move) -> str:
@@ -218,14 +223,18 @@ class Session:
             if kind == "play":
                 pts = int(e["points"])
                 on = f" on {e['on']}" if e.get("on") else ""
-                score = self.style.points(f", scores {pts}") if pts else ""
-                self.say(f"{self.name(e['seat'])} played {e['tile']}{on} "
-                         f"(ends count {e['end_total']}{score})")
+                score = self.style.points(f"scores {pts}") if pts else ""
+                count = f"ends count {e['end_total']}" if self.counts_ends else ""
+                detail = ", ".join(x for x in (count, score) if x)
+                self.say(f"{self.name(e['seat'])} played {e['tile']}{on}"
+                         + (f" ({detail})" if detail else ""))
             elif kind == "draw":
                 got = f" ({e['tile']})" if "tile" in e else ""
-                self.say(f"{self.name(e['seat'])} drew a tile{got}")
+                why = ": nothing fits" if e["seat"] == self.seat else ""
+                self.say(f"{self.name(e['seat'])} drew a tile{got}{why}")
             elif kind == "pass":
-                self.say(f"{self.name(e['seat'])} passed")
+                why = ": nothing fits and nothing to draw" if e["seat"] == self.seat else ""
+                self.say(f"{self.name(e['seat'])} passed{why}")
             elif kind == "hand_end":
                 self.hand_end(e)
             elif kind == "deal":
@@ -259,7 +268,13 @@ class Session:
             turn = self.state.turn
             assert turn is not None
             v = view(self.state, turn)
-            if turn == self.seat:
+            legal: list[Any] = list(v["legal"])  # type: ignore[call-overload]
+            forced: list[Move] = [move_from_data(d) for d in legal]
+            move: Move
+            if turn == self.seat and len(forced) == 1 and isinstance(forced[0], Draw | Pass):
+                # Nothing fits: drawing (or passing) is the only move, so it is made for you.
+                move = forced[0]
+            elif turn == self.seat:
                 self.say()
                 self.show_table(v)
                 chosen = self.ask(v)
