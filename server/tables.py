@@ -269,7 +269,9 @@ class TableService:
             return None
         self._remember(table_id, new)
         due = change.record.due_ms(now, self.bot_delay_ms)
-        await self.store.schedule(table_id, loaded.version, version, due)
+        had_due = loaded.version > 0 and loaded.record.due_ms(now, self.bot_delay_ms) is not None
+        if due is not None or had_due:  # tables without bots or clocks skip this round trip
+            await self.store.schedule(table_id, loaded.version, version, due)
         return version
 
     # -- requests --------------------------------------------------------------------------
