@@ -6,8 +6,9 @@
    random legal play through the public API (`legal_moves` + `apply`).
 2. Side by side: the PyPI package `dominoes` (a 4-player partnership Block engine; one of its
    games is one hand) against our `{"preset": "block", "hand_size": {"4": 7}}`, both playing
-   random moves, compared per hand. The two are measured in alternating slices so that a busy
-   machine slows both alike; the best slice of each is reported.
+   random moves, compared per hand. Rates use the process's CPU time, so other work on the
+   machine does not distort them; the two run in alternating slices and the best slice of
+   each is reported.
 Prints figures only; asserts nothing.
 """
 
@@ -36,7 +37,7 @@ def ours_hands(seconds: float, seed: int) -> tuple[int, int, float]:
     hands = moves = 0
     game = seed
     state = new_game(BLOCK_7, 4, game)
-    start = time.perf_counter()
+    start = time.process_time()
     deadline = start + seconds
     while True:
         turn = state.turn
@@ -50,9 +51,9 @@ def ours_hands(seconds: float, seed: int) -> tuple[int, int, float]:
             if state.game_over:
                 game += 1
                 state = new_game(BLOCK_7, 4, game)
-            if time.perf_counter() > deadline:
+            if time.process_time() > deadline:
                 break
-    return hands, moves, time.perf_counter() - start
+    return hands, moves, time.process_time() - start
 
 
 def theirs_hands(seconds: float, seed: int) -> tuple[int, int, float]:
@@ -62,16 +63,16 @@ def theirs_hands(seconds: float, seed: int) -> tuple[int, int, float]:
     dominoes.players.rand.seed(seed)
     player = dominoes.players.random
     hands = moves = 0
-    start = time.perf_counter()
+    start = time.process_time()
     deadline = start + seconds
-    while time.perf_counter() < deadline:
+    while time.process_time() < deadline:
         game = dominoes.Game.new()
         while game.result is None:
             player(game)
             game.make_move(*game.valid_moves[0])
             moves += 1
         hands += 1
-    return hands, moves, time.perf_counter() - start
+    return hands, moves, time.process_time() - start
 
 
 def compare(seconds: float, rounds: int) -> dict[str, Any]:
@@ -94,15 +95,22 @@ def compare(seconds: float, rounds: int) -> dict[str, Any]:
 
 
 def per_preset(names: list[str], seconds: float) -> list[dict[str, Any]]:
+    """selfplay figures per preset and seat count, rates in CPU time."""
     rows = []
     for name in names:
         for players in (2, 4):
             games = 1
-            report = selfplay(name, players, games, seed=1)
-            while report.seconds < seconds and games < 100_000:
-                games *= 2
+            while True:
+                start = time.process_time()
                 report = selfplay(name, players, games, seed=1)
-            rows.append({"preset": name, "players": players, **report.summary()})
+                cpu = time.process_time() - start
+                if cpu >= seconds or games >= 100_000:
+                    break
+                games *= 2
+            rows.append({"preset": name, "players": players, "games": report.games,
+                         "games_per_second": report.games / cpu,
+                         "hands_per_second": report.hands / cpu,
+                         "moves_per_second": report.moves / cpu})
     return rows
 
 
@@ -112,7 +120,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating comparison slices")
     parser.add_argument("--presets", default=",".join(PRESETS), help="comma-separated presets")
     args = parser.parse_args()
-    print("== random playouts per preset (games, hands, moves per second)")
+    print("== random playouts per preset (games, hands, moves per CPU second)")
     print(f"{'preset':<20}{'seats':>6}{'games/s':>10}{'hands/s':>10}{'moves/s':>11}")
     for row in per_preset(args.presets.split(","), args.seconds):
         print(f"{row['preset']:<20}{row['players']:>6}{row['games_per_second']:>10.0f}"

@@ -28,7 +28,7 @@ def state_to_data(state: GameState) -> dict[str, Any]:
     t = state.table
     return {
         "format": FORMAT,
-        "rules": t.rules.spec,
+        "rules": t.rules.spec_data(),
         "players": t.rules.players,
         "seed": t.seed,
         "round": t.round,

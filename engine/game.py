@@ -209,19 +209,27 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
                     break
         if index < 0:
             index, on = _resolve_on(nodes, ends, tile, on_tile, rules.all_four_first)
-        spinner = False
+        parent, parent_side, value, _, parent_tile = ends[index]
         if IS_DOUBLE[tile]:
             kind = rules.spinners
             spinner = kind == "all_doubles" or (
                 kind == "first_double" and not any(n[4] for n in nodes)
             )
-        new_nodes, new_ends = attach(nodes, ends, index, tile, spinner)
+            new_nodes, new_ends = attach(nodes, ends, index, tile, spinner)
+        elif IS_DOUBLE[parent_tile]:
+            new_nodes, new_ends = attach(nodes, ends, index, tile, False)
+        else:  # the common case, inlined: a tile on an ordinary tile's end
+            outer = LOW[tile] if HIGH[tile] == value else HIGH[tile]
+            new_nodes = (*nodes, (tile, parent, parent_side, value, False))
+            new_ends = (*ends[:index], *ends[index + 1:], (len(nodes), "O", outer, 1, tile))
     else:
         on = -1
         new_nodes, new_ends = _lead(table, seat, tile, move)
     total = 0
+    fits = 0
     for e in new_ends:
         total += e[2] * e[3]
+        fits |= VALUE_MASK[e[2]]
     scoring = rules.scoring
     if scoring == "fives":
         points = total // rules.scale if total % 5 == 0 else 0
@@ -249,13 +257,9 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
     boneyard = state.boneyard_tiles
     if not (rules.drawing and len(boneyard) > rules.boneyard_reserve):
         if rules.all_four_first:
-            mask = open_mask(new_ends, True)
-        else:
-            mask = 0
-            for e in new_ends:
-                mask |= VALUE_MASK[e[2]]
+            fits = open_mask(new_ends, True)
         for h in new_hands:
-            if h & mask:
+            if h & fits:
                 break
         else:
             return _blocked(state, seat, new_hands, boneyard, new_nodes, new_ends, log, scores,

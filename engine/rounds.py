@@ -14,7 +14,15 @@ from engine.errors import InvalidTranscript
 from engine.layout import Ends, Nodes
 from engine.rules import Rules
 from engine.scoring import rounded_half, rounded_pips
-from engine.state import PLAYED, GameState, HandResult, LogEntry, RoundRecord, Table
+from engine.state import (
+    PLAYED,
+    GameState,
+    HandResult,
+    LogEntry,
+    RoundRecord,
+    Table,
+    make_state,
+)
 from engine.tiles import HIGH, IS_DOUBLE, NAMES, PIPS, Tile, mask_pips, mask_tiles
 
 Event = dict[str, object]
@@ -149,11 +157,8 @@ def start_round(
         lead_tile=options[leader], deal_hands=deal_hands, deal_boneyard=deal_boneyard,
         past=past, game_over=False, winner=None, sides=sides, side_of=side_of,
     )
-    return GameState(
-        table=table, turn=leader, scores=scores,
-        hand_masks=tuple(_mask(h) for h in deal_hands), boneyard_tiles=deal_boneyard,
-        nodes=(), ends=(), log=(),
-    )
+    return make_state(table, leader, scores, tuple(_mask(h) for h in deal_hands), deal_boneyard,
+                      (), (), ())
 
 
 def deal_next_round(state: GameState) -> GameState:

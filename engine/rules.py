@@ -6,6 +6,7 @@ into a frozen `Rules` for one player count. Imports only `engine.errors`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -157,6 +158,10 @@ class Rules:
         for name, value in derived.items():
             object.__setattr__(self, name, value)
 
+    def spec_data(self) -> str | dict[str, Any]:
+        """A fresh plain-data copy of `spec` (safe to hand out and to change)."""
+        return _plain_spec(self.spec)
+
     def options(self) -> dict[str, Any]:
         """Every resolved option by name (plain data)."""
         return {key: getattr(self, key) for key in OPTION_KEYS}
@@ -195,8 +200,28 @@ def _plain_spec(spec: object) -> str | dict[str, Any]:
     }
 
 
+_RESOLVED: dict[tuple[str, int], Rules] = {}
+"""Specs already resolved, keyed by their canonical JSON and the player count."""
+
+
 def rules_from_spec(spec: str | Mapping[str, object], players: int) -> Rules:
-    """Resolve and validate a rules spec for `players` seats (raises `InvalidRules`)."""
+    """Resolve and validate a rules spec for `players` seats (raises `InvalidRules`).
+
+    Equal specs resolve to the same (immutable) `Rules` object.
+    """
+    try:
+        key = (spec if isinstance(spec, str) else "{" + json.dumps(spec, sort_keys=True), players)
+        cached = _RESOLVED.get(key)
+    except (TypeError, ValueError):  # not JSON data: resolve (and refuse) it uncached
+        return _resolve(spec, players)
+    if cached is None:
+        cached = _resolve(spec, players)
+        if len(_RESOLVED) < 1024:
+            _RESOLVED[key] = cached
+    return cached
+
+
+def _resolve(spec: str | Mapping[str, object], players: int) -> Rules:
     if type(players) is not int or not 2 <= players <= 4:
         raise _bad("players", f"players must be 2, 3 or 4, not {players!r}")
     name: object

@@ -42,7 +42,7 @@ def to_transcript(state: GameState) -> dict[str, Any]:
         rounds.append((table.deal_hands, table.deal_boneyard, table.leader, state.log))
     return {
         "format": FORMAT,
-        "rules": table.rules.spec,
+        "rules": table.rules.spec_data(),
         "players": table.rules.players,
         "rounds": [
             {"hands": [[NAMES[t] for t in hand] for hand in hands],

@@ -19,7 +19,7 @@ from engine.tiles import NAMES, mask_tiles
 def rules_summary(state: GameState) -> dict[str, object]:
     """The table's rules as shown to players: spec, preset and every resolved option."""
     rules = state.table.rules
-    return {"spec": rules.spec, "preset": rules.preset, **rules.options()}
+    return {"spec": rules.spec_data(), "preset": rules.preset, **rules.options()}
 
 
 def result_data(result: HandResult) -> dict[str, object]:

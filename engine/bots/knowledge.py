@@ -12,8 +12,9 @@ when a view does not spell out a resolved option).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.bots.table import ARM, HUB, LEAD, VALUES_TILES, SimMove, SimRules, Table
@@ -102,6 +103,46 @@ def _heavier(tile: int, lead: int) -> bool:
     return (PIPS[tile], HIGH[tile]) > (PIPS[lead], HIGH[lead])
 
 
+def inference_strength(rules: SimRules) -> float:
+    """How strongly players are assumed to prefer points (per point, in the softmax)."""
+    if rules.scoring == "fives":
+        return rules.scale / 5
+    if rules.scoring == "threes":
+        return rules.scale / 3
+    if rules.scoring in ("fives_and_threes", "matching"):
+        return 0.5
+    return 0.0
+
+
+@dataclass(slots=True)
+class Observation:
+    """Another seat's free choice of a play: how likely each tile it might have held
+    would have made it choose what it chose.
+
+    Players are modelled as preferring points: a play scoring p is chosen with weight
+    exp(beta * p). `weights[t]` sums that over the ends tile t fitted; `later` holds the
+    tiles the seat played afterwards (it held them then).
+    """
+
+    seat: int
+    tile: int
+    chosen: float
+    weights: list[float]
+    later: int = 0
+
+
+def _observe(table: Table, seat: int, tile: int, kind: int, idx: int, rules: SimRules,
+             beta: float) -> Observation:
+    weights = [0.0] * 28
+    fits = table.playable_tiles(rules)
+    for t in range(28):
+        if fits >> t & 1:
+            weights[t] = sum(math.exp(beta * table.points_after(t, k, i, rules))
+                             for k, i in table.targets(t, rules))
+    chosen = beta * table.points_after(tile, kind, idx, rules)
+    return Observation(seat, tile, chosen, weights)
+
+
 @dataclass(slots=True)
 class Knowledge:
     """A seat's knowledge of the current hand."""
@@ -117,6 +158,21 @@ class Knowledge:
     unseen: int
     slots: list[Slot]
     legal: list[Move]
+    observations: list[Observation] = field(default_factory=list)
+
+    def log_likelihood(self, hands: Sequence[int]) -> float:
+        """How well a deal explains the other seats' choices (log, up to a constant)."""
+        total = 0.0
+        for ob in self.observations:
+            m = hands[ob.seat] | ob.later | 1 << ob.tile
+            z = 0.0
+            weights = ob.weights
+            while m:
+                bit = m & -m
+                m ^= bit
+                z += weights[bit.bit_length() - 1]
+            total += ob.chosen - math.log(z)
+        return total
 
     @classmethod
     def from_view(cls, view: Mapping[str, Any]) -> Knowledge:
@@ -135,13 +191,27 @@ class Knowledge:
         played = 0
         lead_draws = False
         first_lead = -1
+        beta = inference_strength(rules)
+        observations: list[Observation] = []
+        plays: list[tuple[int, int]] = []
         for i, entry in enumerate(history):
             s = int(entry["seat"])
             if "play" in entry:
                 if played >= len(layout):
                     raise ModelError("history has more plays than the layout")
+                tile = tile_index(entry["play"])
+                plays.append((s, tile))
                 if played == 0:
-                    first_lead = tile_index(entry["play"])
+                    first_lead = tile
+                else:
+                    prev = history[i - 1] if i else None
+                    drawn = prev is not None and "draw" in prev and int(prev["seat"]) == s
+                    if beta and s != seat and not drawn:
+                        parent = layout[played].get("parent")
+                        if parent is not None:
+                            kind, idx = locate(table, tile, int(parent))
+                            observations.append(_observe(table, s, tile, kind, idx, rules, beta))
+                            observations[-1].later = len(plays)
                 _attach(table, layout[played], rules)
                 played += 1
                 continue
@@ -191,6 +261,12 @@ class Knowledge:
             for _, forbid in ev:
                 f_all |= forbid
             slots.extend((s, f_all) for _ in range(counts[s] - len(late)))
+        for ob in observations:
+            start = ob.later
+            ob.later = 0
+            for s2, t in plays[start:]:
+                if s2 == ob.seat:
+                    ob.later |= 1 << t
         legal = [move_from_data(d) for d in view.get("legal") or []]
         return cls(
             rules=rules,
@@ -204,6 +280,7 @@ class Knowledge:
             unseen=FULL_SET & ~hand & ~on_table,
             slots=slots,
             legal=legal,
+            observations=observations,
         )
 
     def sim_move(self, move: Move) -> SimMove | None:

@@ -11,6 +11,7 @@ Imports only `engine.moves` and `engine.bots`.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 
@@ -61,11 +62,13 @@ def search_move(
     think_ms: int,
     samples: int,
     preference: list[Move],
+    infer: bool = True,
 ) -> Move:
     """The candidate with the best mean value over the sampled deals.
 
     `preference` lists the legal moves best first (the greedy order); it breaks ties
-    and is the answer when there is nothing to search.
+    and is the answer when there is nothing to search. With `infer`, each deal counts
+    in proportion to how well it explains the other seats' past choices.
     """
     deadline = started + think_ms / 1000.0
     candidates: list[tuple[Move, SimMove]] = []
@@ -93,8 +96,9 @@ def search_move(
                 break
         if out_of_time:
             break
+        weight = math.exp(knowledge.log_likelihood(deal.hands)) if infer else 1.0
         for i, v in enumerate(values):
-            sums[i] += v
+            sums[i] += weight * v
         done += 1
         if time.perf_counter() + slowest * len(candidates) > deadline:
             break

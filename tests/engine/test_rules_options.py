@@ -133,3 +133,14 @@ def test_spec_is_kept_as_plain_data() -> None:
     r = rules_from_spec(spec, 3)
     assert r.spec == spec and r.target == 200
     assert rules_from_spec(r.spec, 3) == r
+
+
+def test_handed_out_specs_are_copies() -> None:
+    from engine import new_game, state_to_data, to_transcript, view
+
+    state = new_game({"preset": "all-fives", "target": {"2": 90}}, 2, 1)
+    for data in (view(state, 0)["rules"]["spec"], state_to_data(state)["rules"],  # type: ignore[index]
+                 to_transcript(state)["rules"]):
+        data["target"]["2"] = 5
+    assert rules_from_spec({"preset": "all-fives", "target": {"2": 90}}, 2).target == 90
+    assert state.rules.spec == {"preset": "all-fives", "target": {"2": 90}}
