@@ -14,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -48,7 +49,20 @@ def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
     ]
 
 
+CLUSTER_SCHEME = "redis+cluster://"
+
+
 def redis_client(url: str) -> aioredis.Redis:
+    """A client for REDIS_URL; ``redis+cluster://host:port`` (any one node) means Redis Cluster.
+    Cluster pub/sub goes through one node: PUBLISH reaches every node of a cluster."""
+    if url.startswith(CLUSTER_SCHEME):
+        cluster = RedisCluster.from_url(
+            "redis://" + url[len(CLUSTER_SCHEME):],
+            decode_responses=False,
+            socket_connect_timeout=2.0,
+            retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
+        )
+        return cluster  # type: ignore[return-value]  # same command API as Redis
     return aioredis.Redis.from_url(
         url,
         decode_responses=False,
@@ -80,6 +94,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         embedded = RedisProcess(settings.data_dir / "redis")
         url = await asyncio.to_thread(embedded.start)
     redis = redis_client(url)
+    if isinstance(redis, RedisCluster):
+        await redis.initialize()  # the slot map; pub/sub picks its node from it
     metrics: Metrics = app.state.metrics
     service = TableService(redis, bot_delay_ms=settings.bot_delay_ms)
     process_id = uuid.uuid4().hex[:12]

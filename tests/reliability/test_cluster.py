@@ -1,0 +1,82 @@
+"""The whole game against a local three-master Redis Cluster (REDIS_URL=redis+cluster://...).
+
+Two server processes on the cluster, robots on both, every game played to its end and audited.
+Each table's keys (state, stream, tokens, chat, presence...) share the ``{id}`` hash tag, so they
+all live in one slot; the tables themselves are spread over the masters, and the version
+notices reach a process whose pub/sub connection sits on another master.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+import redis
+
+from tests.reliability.conftest import FAST, start, stop
+from tests.reliability.games import audit_table, seat_tables
+from tests.support.cluster import LocalCluster
+from tests.support.servers import ServiceProcess
+
+
+def keys_by_table(cluster: LocalCluster, tables: list[str]) -> dict[str, dict[str, int]]:
+    """table id -> {key: port of the master holding it}, read from every master."""
+    found: dict[str, dict[str, int]] = {t: {} for t in tables}
+    for port in cluster.ports:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        try:
+            for key in client.scan_iter(count=1000):
+                name = key.decode()
+                for table in tables:
+                    if "{" + table + "}" in name:
+                        found[table][name] = port
+        finally:
+            client.close()
+    return found
+
+
+@pytest.fixture
+def cluster() -> LocalCluster:
+    local = LocalCluster()
+    local.start()
+    try:
+        yield local  # type: ignore[misc]
+    finally:
+        local.close()
+
+
+@pytest.mark.slow
+async def test_games_over_two_processes_on_a_three_master_cluster_end_and_audit_clean(
+    cluster: LocalCluster,
+) -> None:
+    one = ServiceProcess(cluster.url, env=FAST)
+    two = ServiceProcess(cluster.url, env=FAST)
+    await start(one)
+    await start(two)
+    try:
+        async with httpx.AsyncClient(base_url=one.url, timeout=10) as http:
+            urls = [one.ws_url, two.ws_url]
+            tables = await seat_tables(http, urls, tables=3, target=30, chat_every=3)
+            for _ in range(10):  # until the tables sit on at least two masters
+                owners = {cluster.slot_owner(f"t:{{{t}}}:v") for t in tables}
+                if len(owners) >= 2:
+                    break
+                tables.update(await seat_tables(http, urls, tables=1, target=30))
+            robots = [r for rs in tables.values() for r in rs]
+            await asyncio.wait_for(asyncio.gather(*(r.run(60) for r in robots)), 70)
+            for table, robot_list in tables.items():
+                await audit_table(http, one.ws_url, table, robot_list)
+            listed = (await http.get("/api/tables")).json()["tables"]
+            assert {t["id"] for t in listed} >= set(tables)
+        placed = keys_by_table(cluster, list(tables))
+        for table, keys in placed.items():
+            assert {f"t:{{{table}}}:v", f"t:{{{table}}}:state", f"t:{{{table}}}:log",
+                    f"t:{{{table}}}:tok", f"t:{{{table}}}:meta"} <= set(keys)
+            assert len(set(keys.values())) == 1, keys  # one master holds all of a table
+        assert len({port for keys in placed.values() for port in keys.values()}) >= 2
+    finally:
+        await stop(one)
+        await stop(two)
+        for process in (one, two):
+            process.log_path.unlink(missing_ok=True)
