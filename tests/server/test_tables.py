@@ -408,3 +408,19 @@ def test_diff_ops_of_a_frame_apply_to_the_previous_document() -> None:
            ["+", ["game", "history"], [{"seat": 1, "play": "5-0", "on": "5-5"}]]]
     assert apply_ops(doc, ops) == {"v": 13, "game": {
         "turn": 0, "scores": [10, 15], "history": [{"seat": 1, "play": "5-0", "on": "5-5"}]}}
+
+
+async def test_history_beyond_the_limit_asks_for_a_snapshot(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    tables = TableService(redis_client, history_limit=5, bot_delay_ms=0)
+    table_id, _ = await new_table(tables, 2)
+    rng = random.Random(8)
+    for i in range(8):
+        await play_random(tables, table_id, rng, f"m{i}")
+    assert await tables.frames_since(table_id, "s", 11) == []
+    frames = await tables.frames_since(table_id, "s", 8)
+    assert frames is not None and [v for v, _ in frames] == [9, 10, 11]
+    assert [v for v, _ in await tables.frames_since(table_id, "1", 6) or []] == [7, 8, 9, 10, 11]
+    assert await tables.frames_since(table_id, "s", 5) is None
+    assert await tables.frames_since(table_id, "s", 12) is None
