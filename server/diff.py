@@ -80,6 +80,10 @@ def _diff(old: object, new: object, path: Path, ops: list[Op]) -> None:
 
 def _diff_list(old: list[Any], new: list[Any], path: Path) -> list[Op]:
     n_old, n_new = len(old), len(new)
+    if n_new >= n_old:
+        head = new[:n_old]
+        if old == head and _packed_equal(old, head):  # unchanged prefix (checked in C)
+            return [["+", path, new[n_old:]]] if n_new > n_old else []
     changed: list[Op] = []
     for i in range(min(n_old, n_new)):
         _diff(old[i], new[i], [*path, i], changed)
