@@ -63,6 +63,7 @@ def main() -> None:
             ws_max_size=settings.max_frame,
             ws_ping_interval=settings.ws_ping_interval_s,
             ws_ping_timeout=settings.ws_ping_timeout_s,
+            ws_per_message_deflate=settings.ws_deflate,
             log_level=settings.log_level.lower(),
             log_config=log_config(settings.log_level),
             access_log=False,

@@ -63,14 +63,18 @@ def redis_client(url: str) -> aioredis.Redis:
             retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
         )
         return cluster  # type: ignore[return-value]  # same command API as Redis
-    return aioredis.Redis.from_url(
+    # A bounded pool that waits for a free connection instead of failing under a burst.
+    pool = aioredis.BlockingConnectionPool.from_url(
         url,
+        max_connections=64,
+        timeout=5,
         decode_responses=False,
         socket_connect_timeout=2.0,
         health_check_interval=10,
         retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
     )
+    return aioredis.Redis(connection_pool=pool)
 
 
 async def going_away(app: Starlette, grace_s: float = 2.0) -> None:

@@ -209,6 +209,8 @@ class Session:
                 self.metrics.redis_errors.inc()
                 self.log("redis error", level=logging.WARNING, error=repr(exc))
                 self.error("unavailable", "storage unavailable, try again")
+            except Rejected as rej:
+                self.error(rej.code, rej.message)
 
     async def _dispatch(self, message: dict[str, Any], started: float) -> None:
         kind = message["t"]
@@ -268,6 +270,13 @@ class Session:
 
         try:
             await self.hub.attach(self.conn, since, welcome)
+        except (RedisError, OSError) as exc:
+            self.metrics.redis_errors.inc()
+            self.log("redis error", level=logging.WARNING, error=repr(exc))
+            self.attached = True  # detach cleans up whatever attach registered
+            self.error("unavailable", "storage unavailable, try again")
+            self.conn.close_soon(Close.INTERNAL, "storage unavailable")
+            return
         except TooManyTables:
             self.error("unavailable", "this server is full, reconnect")
             self.conn.close_soon(Close.GOING_AWAY, "server full")

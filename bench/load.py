@@ -1,0 +1,390 @@
+"""Load benchmark: many tables of real websocket clients playing whole games against 1 or 2
+server processes sharing one Redis, each table moving at a set pace.
+
+    python -m bench.load                     # service.md scale: 500 tables, 1 move/s each
+    python -m bench.load --tables 100 --servers 2 --spectators 2
+    python -m bench.load --quick             # a small run for a smoke check
+    python -m bench.load --crowd 2000        # plus one table watched by 2,000 spectators
+
+Prints moves/s, ack and fan-out latency p50/p99 (client side: move sent -> accepted; move sent ->
+the diff at every seat and spectator of the table), bytes per diff (median, per viewer, plays),
+peak server RSS growth per connection, and those figures against the targets of service.md.
+The load client runs on the same machine (and cores) as the servers and Redis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgpack
+import websockets
+
+from server.diff import apply_ops
+from server.redis_embedded import RedisProcess, free_port
+
+REPO = Path(__file__).resolve().parent.parent
+TARGETS = {"ack_p99_ms": 10.0, "fanout_p99_ms": 10.0, "bytes_median": 24.0, "rss_kb": 30.0,
+           "crowd_p99_ms": 200.0}
+
+
+# ---- servers -----------------------------------------------------------------------------------
+
+
+class Server:
+    def __init__(self, redis_url: str, env: dict[str, str], log: Path) -> None:
+        self.port = free_port()
+        self.log = log
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}/ws"
+        full_env = {**os.environ, "REDIS_URL": redis_url, "PORT": str(self.port),
+                    "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING", "BOT_DELAY_MS": "0",
+                    "PYTHONWARNINGS": "ignore", **env}
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "server"], cwd=REPO,
+                                         env=full_env, stdout=out, stderr=out)
+        self.base_rss_kb = 0
+        self.peak_rss_kb = 0
+
+    def rss_kb(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+    async def wait_healthy(self) -> None:
+        async with httpx.AsyncClient() as http:
+            for _ in range(400):
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await http.get(self.url + "/healthz")).status_code == 200:
+                        self.base_rss_kb = self.rss_kb()
+                        return
+                await asyncio.sleep(0.05)
+        raise RuntimeError("server did not start")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# ---- clients -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    ack_ms: list[float] = field(default_factory=list)
+    fanout_ms: list[float] = field(default_factory=list)
+    crowd_ms: list[float] = field(default_factory=list)
+    play_bytes: list[int] = field(default_factory=list)
+    moves: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    games_finished: int = 0
+    errors: int = 0
+    closed: list[str] = field(default_factory=list)
+
+
+class Client:
+    """One websocket: keeps its document, notes when each version arrived."""
+
+    def __init__(self, table: Table, token: str | None) -> None:
+        self.table, self.token = table, token
+        self.doc: dict[str, Any] | None = None
+        self.v = -1
+        self.seat: int | None = None
+        self.socket: Any = None
+        self.answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.ready = asyncio.Event()
+
+    async def connect(self, ws_url: str) -> None:
+        self.socket = await websockets.connect(ws_url, max_size=2**22, ping_interval=None)
+        await self.socket.send(msgpack.packb(
+            {"t": "hello", "proto": 1, "table": self.table.id, "token": self.token,
+             "since": None}))
+
+    async def read(self) -> None:
+        stats = self.table.stats
+        try:
+            async for data in self.socket:
+                now = time.perf_counter()
+                message = msgpack.unpackb(data, raw=False)
+                kind = message["t"]
+                if kind == "diff":
+                    if self.doc is None or message["v"] != self.v + 1:
+                        continue
+                    self.doc = apply_ops(self.doc, message["ops"])
+                    self.v = message["v"]
+                    if any(e.get("type") == "play" for e in message["ev"]):
+                        stats.play_bytes.append(len(data))
+                    self.table.arrived(self.v, now)
+                elif kind == "snapshot":
+                    self.doc, self.v = message["doc"], message["v"]
+                    self.ready.set()
+                elif kind == "welcome":
+                    self.seat = message["seat"]
+                elif kind in ("accepted", "rejected"):
+                    future = self.answers.pop(message["id"], None)
+                    if future is not None and not future.done():
+                        future.set_result(message)
+                elif kind == "error":
+                    stats.errors += 1
+        except websockets.ConnectionClosed:
+            pass
+
+    async def move(self, move: dict[str, Any], client_id: str) -> dict[str, Any]:
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.answers[client_id] = future
+        await self.socket.send(msgpack.packb(
+            {"t": "move", "id": client_id, "v": self.v, "move": move}))
+        return await future
+
+
+class Table:
+    def __init__(self, table_id: str, stats: Stats, crowd: bool = False) -> None:
+        self.id, self.stats, self.crowd = table_id, stats, crowd
+        self.clients: list[Client] = []
+        self.waiting: dict[int, tuple[float, int, asyncio.Event]] = {}
+
+    def arrived(self, version: int, now: float) -> None:
+        entry = self.waiting.get(version)
+        if entry is None:
+            return
+        sent, left, done = entry
+        left -= 1
+        self.waiting[version] = (sent, left, done)
+        if left == 0:
+            (self.stats.crowd_ms if self.crowd else self.stats.fanout_ms).append(
+                (now - sent) * 1000)
+            done.set()
+
+    async def play(self, pace: float, deadline: float) -> None:
+        await asyncio.sleep(random.uniform(0, pace))
+        seats = {c.seat: c for c in self.clients if c.seat is not None}
+        n = 0
+        next_at = time.perf_counter()
+        while time.perf_counter() < deadline:
+            doc = self.clients[0].doc
+            assert doc is not None
+            game = doc["game"]
+            if game is None or game["game_over"]:
+                self.stats.games_finished += game is not None and game["game_over"]
+                return
+            mover = seats[game["turn"]]
+            # every client must hold the current version before the next move
+            legal = mover.doc["game"]["legal"] if mover.doc else []
+            if not legal:
+                await asyncio.sleep(0.01)
+                continue
+            n += 1
+            new_v = mover.v + 1
+            done = asyncio.Event()
+            sent = time.perf_counter()
+            self.waiting[new_v] = (sent, len(self.clients), done)
+            try:
+                answer = await mover.move(legal[0], f"m{n}")
+            except websockets.ConnectionClosed as exc:
+                self.stats.errors += 1
+                self.stats.closed.append(str(exc))
+                return
+            if answer["t"] == "accepted":
+                self.stats.ack_ms.append((time.perf_counter() - sent) * 1000)
+                self.stats.moves += 1
+                try:
+                    await asyncio.wait_for(done.wait(), 30)
+                except TimeoutError:
+                    self.stats.errors += 1
+            else:
+                code = answer["code"]
+                self.stats.rejected[code] = self.stats.rejected.get(code, 0) + 1
+            self.waiting.pop(new_v, None)
+            next_at += pace
+            await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def setup_table(http: httpx.AsyncClient, args: argparse.Namespace) -> tuple[str, list[str]]:
+    body = {"rules": {"preset": args.preset, "target": args.target}, "players": args.players}
+    table = (await http.post("/api/tables", json=body)).json()["id"]
+    tokens = []
+    for seat in range(args.players):
+        response = await http.post(f"/api/tables/{table}/join",
+                                   json={"seat": seat, "name": f"p{seat}"})
+        tokens.append(response.json()["token"])
+    return table, tokens
+
+
+async def run(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="dominoes-bench-"))
+    redis: RedisProcess | None = None
+    redis_url = args.redis_url
+    if redis_url is None:
+        redis = RedisProcess(tmp / "redis", appendfsync="everysec")
+        redis_url = redis.start()
+    servers = [Server(redis_url, {"RATE": "50/100"}, tmp / f"server-{n}.log")
+               for n in range(args.servers)]
+    stats, crowd_stats = Stats(), Stats()
+    tables: list[Table] = []
+    try:
+        await asyncio.gather(*(s.wait_healthy() for s in servers))
+        print(f"servers: {len(servers)}, tables: {args.tables}, players: {args.players}, "
+              f"spectators/table: {args.spectators}, pace: {args.pace}s/move/table",
+              flush=True)
+        limits = httpx.Limits(max_connections=50)
+        async with httpx.AsyncClient(base_url=servers[0].url, limits=limits, timeout=30) as http:
+            sem = asyncio.Semaphore(50)
+
+            async def make() -> tuple[str, list[str]]:
+                async with sem:
+                    return await setup_table(http, args)
+
+            made = await asyncio.gather(*(make() for _ in range(args.tables)))
+            crowd_made = await setup_table(http, args) if args.crowd else None
+        k = 0
+        for table_id, tokens in made:
+            table = Table(table_id, stats)
+            for token in [*tokens, *([None] * args.spectators)]:
+                table.clients.append(Client(table, token))
+            tables.append(table)
+        if crowd_made is not None:
+            crowd = Table(crowd_made[0], crowd_stats, crowd=True)
+            for token in [*crowd_made[1], *([None] * args.crowd)]:
+                crowd.clients.append(Client(crowd, token))
+            tables.append(crowd)
+        clients = [c for t in tables for c in t.clients]
+        connect_sem = asyncio.Semaphore(100)
+
+        async def connect(client: Client, n: int) -> None:
+            async with connect_sem:
+                await client.connect(servers[n % len(servers)].ws_url)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(connect(c, k + i) for i, c in enumerate(clients)))
+        readers = [asyncio.create_task(c.read()) for c in clients]
+        await asyncio.gather(*(c.ready.wait() for c in clients))
+        print(f"{len(clients)} connections ready in {time.perf_counter() - started:.1f}s",
+              flush=True)
+        for server in servers:
+            server.peak_rss_kb = max(server.peak_rss_kb, server.rss_kb())
+
+        async def sample_rss() -> None:
+            while True:
+                for server in servers:
+                    server.peak_rss_kb = max(server.peak_rss_kb, server.rss_kb())
+                await asyncio.sleep(0.5)
+
+        sampler = asyncio.create_task(sample_rss())
+        deadline = time.perf_counter() + args.max_seconds
+        begun = time.perf_counter()
+        players = [t.play(args.pace, deadline) for t in tables if not t.crowd]
+        if args.crowd:
+            players.append(tables[-1].play(args.crowd_pace, deadline))
+        await asyncio.gather(*players)
+        elapsed = time.perf_counter() - begun
+        sampler.cancel()
+        for c in clients:
+            await c.socket.close()
+        for reader in readers:
+            reader.cancel()
+        report(args, stats, crowd_stats, servers, len(clients), elapsed)
+        print(f"server logs: {tmp}")
+    finally:
+        for server in servers:
+            server.stop()
+        if redis is not None:
+            redis.stop()
+
+
+def report(args: argparse.Namespace, stats: Stats, crowd: Stats, servers: list[Server],
+           connections: int, elapsed: float) -> None:
+    rss_growth = sum(max(0, s.peak_rss_kb - s.base_rss_kb) for s in servers)
+    per_conn_kb = rss_growth / max(1, connections)
+    bytes_median = statistics.median(stats.play_bytes) if stats.play_bytes else float("nan")
+    figures = {
+        "moves/s": stats.moves / elapsed if elapsed else 0.0,
+        "ack_p50_ms": pct(stats.ack_ms, 0.50), "ack_p99_ms": pct(stats.ack_ms, 0.99),
+        "fanout_p50_ms": pct(stats.fanout_ms, 0.50), "fanout_p99_ms": pct(stats.fanout_ms, 0.99),
+        "bytes_median": bytes_median,
+        "rss_kb": per_conn_kb,
+    }
+    print(f"\nmoves accepted: {stats.moves} in {elapsed:.1f}s; games finished: "
+          f"{stats.games_finished}/{args.tables}; rejected: {stats.rejected or 0}; "
+          f"errors: {stats.errors}")
+    if stats.closed:
+        print(f"connections closed by the server: {len(stats.closed)}, e.g. {stats.closed[0]}")
+    print(f"moves/s:                          {figures['moves/s']:.1f}")
+    print(f"move -> accepted  p50 / p99:      {figures['ack_p50_ms']:.2f} / "
+          f"{figures['ack_p99_ms']:.2f} ms")
+    print(f"move -> all diffs p50 / p99:      {figures['fanout_p50_ms']:.2f} / "
+          f"{figures['fanout_p99_ms']:.2f} ms")
+    print(f"bytes per diff (play, median):    {bytes_median:.0f} B payload "
+          f"({bytes_median + 2:.0f} B with the websocket header)")
+    print("server RSS peak / baseline:       " + ", ".join(
+        f"{s.peak_rss_kb / 1024:.1f} / {s.base_rss_kb / 1024:.1f} MiB" for s in servers))
+    print(f"RSS growth per connection:        {per_conn_kb:.1f} KB ({connections} connections)")
+    if crowd.fanout_ms or crowd.crowd_ms:
+        figures["crowd_p99_ms"] = pct(crowd.crowd_ms, 0.99)
+        print(f"crowd ({args.crowd} spectators) move -> all p50 / p99: "
+              f"{pct(crowd.crowd_ms, 0.5):.1f} / {figures['crowd_p99_ms']:.1f} ms")
+    print("\nagainst service.md targets:")
+    rows = [("ack p99", "ack_p99_ms", "ms"), ("fan-out p99", "fanout_p99_ms", "ms"),
+            ("bytes per viewer per play (median, payload)", "bytes_median", "B"),
+            ("memory per connected client", "rss_kb", "KB"),
+            ("crowd move -> all p99", "crowd_p99_ms", "ms")]
+    for label, key, unit in rows:
+        if key not in figures:
+            continue
+        value, target = figures[key], TARGETS[key]
+        verdict = "ok" if value <= target else "MISSED"
+        print(f"  {label:45s} {value:8.2f} {unit:2s}  target <= {target:g} {unit}  {verdict}")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--tables", type=int, default=500)
+    p.add_argument("--players", type=int, default=2, choices=(2, 3, 4))
+    p.add_argument("--spectators", type=int, default=1, help="spectators per table")
+    p.add_argument("--pace", type=float, default=1.0, help="seconds between moves of a table")
+    p.add_argument("--servers", type=int, default=1, choices=(1, 2))
+    p.add_argument("--preset", default="all-fives")
+    p.add_argument("--target", type=int, default=150, help="points to win (game length)")
+    p.add_argument("--max-seconds", type=float, default=300.0)
+    p.add_argument("--crowd", type=int, default=0, help="one more table with this many spectators")
+    p.add_argument("--crowd-pace", type=float, default=1.0)
+    p.add_argument("--redis-url", default=None, help="default: a private redis-server")
+    p.add_argument("--quick", action="store_true", help="20 tables, short games")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.tables, args.target, args.max_seconds = min(args.tables, 20), 30, 60.0
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    asyncio.run(run(parse(argv)))
+
+
+if __name__ == "__main__":
+    main()
