@@ -48,7 +48,7 @@ async def seat_tables(http: httpx.AsyncClient, urls: list[str], *, tables: int,
         for k in range(spectators):
             first = (t + k + 1) % len(urls)
             robots.append(Robot(urls[first:] + urls[:first], table, None, seed=-1,
-                                label=f"t{t}w{k}", from_start=k == 0))
+                                label=f"t{t}w{k}", from_start=True))
         out[table] = robots
     return out
 
