@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 from server.connection import Close, Connection, pack
 from server.logs import event, now_ms
 from server.metrics import Metrics
+from server.rejected import Rejected
 from server.settings import Settings
 
 PROCESS_CHANNEL = "dominoes:processes"
@@ -93,8 +94,8 @@ class Hub:
         await self.pubsub.subscribe(PROCESS_CHANNEL)
         async with asyncio.TaskGroup() as group:
             self._group = group
-            reader = group.create_task(self._read_loop())
-            refresher = group.create_task(self._refresh_presence_loop())
+            reader = group.create_task(self._guarded(self._read_loop()))
+            refresher = group.create_task(self._guarded(self._refresh_presence_loop()))
             await stop.wait()
             reader.cancel()
             refresher.cancel()
@@ -113,9 +114,18 @@ class Hub:
         if self._group is None:
             coro.close()
             return
-        task = self._group.create_task(coro)
+        task = self._group.create_task(self._guarded(coro))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _guarded(self, coro: Any) -> None:
+        """A background job's failure is logged; it never takes the hub down."""
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            event("hub task failed", level=logging.ERROR, exc=True)
 
     # ---- attach / detach -------------------------------------------------------------------
 
@@ -139,9 +149,14 @@ class Hub:
                 self.channels[notice] = ("notice", conn.table)
                 self.channels[live] = ("live", conn.table)
                 await self.pubsub.subscribe(notice, live)
-        async with table.lock:
-            await self._catch_up(conn, since, welcome)
-            table.audiences.setdefault(conn.audience, set()).add(conn)
+        try:
+            async with table.lock:
+                await self._catch_up(conn, since, welcome)
+                table.audiences.setdefault(conn.audience, set()).add(conn)
+        except BaseException:
+            if not table.audiences and self.tables.get(conn.table) is table:
+                await self._drop_table(conn.table)
+            raise
         if conn.seat is not None:
             await self._claim(conn)
         await self._send_recent_chat(conn)
@@ -205,22 +220,26 @@ class Hub:
         if not conns:
             del table.audiences[conn.audience]
         if not table.audiences:
-            del self.tables[conn.table]
-            self.metrics.tables.set(len(self.tables))
-            notice = self.service.notice_channel(conn.table)
-            live = live_channel(conn.table)
-            self.channels.pop(notice, None)
-            self.channels.pop(live, None)
-            try:
-                await self.pubsub.unsubscribe(notice, live)
-            except (RedisError, OSError):
-                self.metrics.redis_errors.inc()
+            await self._drop_table(conn.table)
         if conn.seat is not None:
             try:
                 await self.redis.hdel(presence_key(conn.table), self._presence_field(conn))
                 await self._publish_live(conn.table, {"k": "presence"})
             except (RedisError, OSError):
                 self.metrics.redis_errors.inc()
+
+    async def _drop_table(self, table_id: str) -> None:
+        """Forget a table that has no local connection left."""
+        self.tables.pop(table_id, None)
+        self.metrics.tables.set(len(self.tables))
+        notice = self.service.notice_channel(table_id)
+        live = live_channel(table_id)
+        self.channels.pop(notice, None)
+        self.channels.pop(live, None)
+        try:
+            await self.pubsub.unsubscribe(notice, live)
+        except (RedisError, OSError):
+            self.metrics.redis_errors.inc()
 
     # ---- fan-out ---------------------------------------------------------------------------
 
@@ -261,7 +280,7 @@ class Hub:
                     async with table.lock:
                         await self._pump(table)
                     failures = 0
-                except (RedisError, OSError) as exc:
+                except (RedisError, OSError, Rejected) as exc:
                     self._redis_error(exc, table.id)
                     if failures > 50:
                         break
@@ -272,7 +291,7 @@ class Hub:
             table.pumping = False
 
     async def _pump(self, table: LocalTable) -> None:
-        sent = False
+        todo: list[tuple[str, list[Connection], int]] = []
         for audience, conns in list(table.audiences.items()):
             live = [c for c in conns if c.closing is None]
             if not live:
@@ -280,7 +299,19 @@ class Hub:
             low = min(c.version for c in live)
             if table.announced >= 0 and low >= table.announced:
                 continue
-            frames = await self.service.frames_since(table.id, audience, low)
+            todo.append((audience, live, low))
+        if not todo:
+            return
+        # One fetch per audience, all audiences at once (one round trip of waiting, not N).
+        fetched = await asyncio.gather(
+            *(self.service.frames_since(table.id, audience, low) for audience, _, low in todo),
+            return_exceptions=True,
+        )
+        for result in fetched:
+            if isinstance(result, BaseException):
+                raise result
+        sent = False
+        for (audience, live, _), frames in zip(todo, fetched, strict=True):
             if frames is None:
                 version, doc = await self.service.snapshot(table.id, audience)
                 self.metrics.snapshots.labels(reason="history_gone").inc()
@@ -419,7 +450,7 @@ class Hub:
     async def _send_presence_safely(self, table: LocalTable) -> None:
         try:
             await self._send_presence(table, table.connections())
-        except (RedisError, OSError) as exc:
+        except (RedisError, OSError, Rejected) as exc:
             self._redis_error(exc, table.id)
 
     async def _refresh_presence_loop(self) -> None:
