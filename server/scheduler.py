@@ -14,6 +14,7 @@ import contextlib
 import logging
 import secrets
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
@@ -167,7 +168,10 @@ class Scheduler:
         serving while they do."""
         if self.pool is not None and level in SEARCHING_LEVELS:
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self.pool, choose_move, level, view, seed)
+            try:
+                return await loop.run_in_executor(self.pool, choose_move, level, view, seed)
+            except (BrokenProcessPool, OSError) as exc:
+                log.warning("bot worker process unavailable, thinking in-process: %s", exc)
         return choose_move(level, view, seed)
 
     async def rearm(self) -> int:
