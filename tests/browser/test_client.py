@@ -29,8 +29,23 @@ def version(page: Page) -> str:
 
 def play_one(page: Page) -> bool:
     """If this page may move, make one move by clicking and wait for the new version."""
-    if page.locator(".table-page.my-turn").count() == 0:
+    before = click_move(page)
+    if before is None:
         return False
+    wait_past(page, before)
+    return True
+
+
+def wait_past(page: Page, before: str) -> None:
+    page.wait_for_function(
+        "v => document.querySelector('.table-page').dataset.v !== v", arg=before, timeout=15_000
+    )
+
+
+def click_move(page: Page) -> str | None:
+    """If this page may move, click one move; returns the version it was made against."""
+    if page.locator(".table-page.my-turn").count() == 0:
+        return None
     before = version(page)
     playable = page.locator(".hand-tile.playable")
     if playable.count():
@@ -45,11 +60,8 @@ def play_one(page: Page) -> bool:
     elif page.locator('[data-action="pass"]').count():
         page.locator('[data-action="pass"]').click()
     else:
-        return False
-    page.wait_for_function(
-        "v => document.querySelector('.table-page').dataset.v !== v", arg=before, timeout=10_000
-    )
-    return True
+        return None
+    return before
 
 
 def play_until(pages: list[Page], done: Callable[[], bool], limit: int = MAX_STEPS) -> int:
@@ -159,13 +171,23 @@ def test_pages_resume_by_themselves_after_a_server_restart_mid_hand(
         record_connection_states(page)
     v_before = int(version(ann))
 
-    service.restart()
+    service.stop()
+    for page in (ann, bob, watcher):
+        expect(page.locator("#conn")).to_have_attribute("data-state", "reconnecting")
+    # a move clicked while the server is down waits, and goes out once it is back
+    mover = ann if ann.locator(".table-page.my-turn").count() else bob
+    made_against = click_move(mover)
+    assert made_against == str(v_before)
+    service.start()
 
     for page in (ann, bob, watcher):
         expect(page.locator("#conn")).to_have_attribute("data-state", "online", timeout=15_000)
         states = page.evaluate("window.__conn")
         assert "reconnecting" in states, states
-    assert int(version(ann)) == v_before
+    wait_past(mover, made_against)
+    assert int(version(mover)) == v_before + 1
+    for page in (ann, bob, watcher):
+        expect(page.locator(".table-page")).to_have_attribute("data-v", str(v_before + 1))
     shots(ann, "05-after-restart")
 
     play_until([ann, bob], lambda: ann.locator(SUMMARY).count() > 0)
