@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
-from engine import Draw, Pass, apply, legal_moves, new_game, view
+from engine import Draw, Pass, apply, game_from_deal, legal_moves, move_from_data, new_game, view
 from engine.bots.knowledge import Knowledge
 from engine.bots.sampler import sample_deal
 from engine.bots.table import SimRules, Table
@@ -119,3 +120,25 @@ def test_sampling_repairs_a_cornered_greedy_pass() -> None:
     # seat 1 {a,c}: seat 2 {b,d} has nothing for s3.  seat 1 {b,d}: seat 2 {a,c}, nothing
     # for s4. So exactly two deals exist and sampling finds both.
     assert seen_deals == {(1 << a | 1 << d, 1 << b | 1 << c), (1 << b | 1 << c, 1 << a | 1 << d)}
+
+
+def test_deals_that_explain_a_seats_choice_weigh_more() -> None:
+    # Seat 0 leads 6-4 (ends 6 and 4); seat 1 answers 4-1 on the 4: 6 + 1 = 7, no points.
+    # Had seat 1 held 6-1, it could have scored 5 (1 + 4) on the 6. Players are taken to
+    # choose a play scoring p with weight exp(p / 5) under all-fives, so:
+    #   seat 1 held 4-1 and nothing else that fits: likelihood 1 / 1 -> log 0;
+    #   seat 1 also held 6-1: e^0 / (e^0 + e^1) -> log = -ln(1 + e).
+    hands = [["6-4", "6-6", "5-4", "4-4", "3-2", "2-1", "1-1"],
+             ["4-1", "5-5", "3-3", "2-2", "1-0", "2-0", "3-0"]]
+    dealt = {t for h in hands for t in h}
+    bone = [f"{h}-{lo}" for h in range(7) for lo in range(h + 1) if f"{h}-{lo}" not in dealt]
+    state = game_from_deal("all-fives", 2, hands, bone, 0)
+    state, _ = apply(state, 0, move_from_data({"play": "6-4"}))
+    state, _ = apply(state, 1, move_from_data({"play": "4-1", "on": "6-4"}))
+    knowledge = Knowledge.from_view(view(state, 0))
+    assert [(o.seat, o.tile) for o in knowledge.observations] == [(1, tile_index("4-1"))]
+    no_alternative = _mask(["5-5", "3-3", "2-2", "1-0", "2-0", "3-0"])
+    with_six_one = _mask(["5-5", "3-3", "2-2", "6-1", "2-0", "3-0"])
+    mine = _mask(["6-6", "5-4", "4-4", "3-2", "2-1", "1-1"])
+    assert knowledge.log_likelihood([mine, no_alternative]) == 0.0
+    assert knowledge.log_likelihood([mine, with_six_one]) == pytest.approx(-math.log(1 + math.e))
