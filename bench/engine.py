@@ -6,9 +6,10 @@
    random legal play through the public API (`legal_moves` + `apply`).
 2. Side by side: the PyPI package `dominoes` (a 4-player partnership Block engine; one of its
    games is one hand) against our `{"preset": "block", "hand_size": {"4": 7}}`, both playing
-   random moves, compared per hand. Rates use the process's CPU time, so other work on the
-   machine does not distort them; the two run in alternating slices and the best slice of
-   each is reported.
+   random moves, compared per hand: ours through `legal_moves` + `apply` (every move builds a
+   new state and its events) and through `play_out_hand` (the simulation path for bots).
+   Rates use the process's CPU time, so other work on the machine distorts them less; the
+   runs alternate in slices and the best slice of each is reported.
 Prints figures only; asserts nothing.
 """
 
@@ -25,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine import PRESETS, apply, legal_moves, new_game
+from engine.playout import play_out_hand
 from engine.selfplay import selfplay
 
 BLOCK_7 = {"preset": "block", "hand_size": {"4": 7}}
@@ -32,8 +34,7 @@ BLOCK_7 = {"preset": "block", "hand_size": {"4": 7}}
 
 def ours_hands(seconds: float, seed: int) -> tuple[int, int, float]:
     """Random hands of BLOCK_7 with 4 players for about `seconds`: (hands, moves, elapsed)."""
-    rng = random.Random(seed)
-    choice = rng.choice
+    rand = random.Random(seed).random
     hands = moves = 0
     game = seed
     state = new_game(BLOCK_7, 4, game)
@@ -42,7 +43,8 @@ def ours_hands(seconds: float, seed: int) -> tuple[int, int, float]:
     while True:
         turn = state.turn
         assert turn is not None
-        state, events = apply(state, turn, choice(legal_moves(state)))
+        moves_now = legal_moves(state)
+        state, events = apply(state, turn, moves_now[int(rand() * len(moves_now))])
         moves += 1
         if len(events) > 1:
             for event in events:
@@ -54,6 +56,24 @@ def ours_hands(seconds: float, seed: int) -> tuple[int, int, float]:
             if time.process_time() > deadline:
                 break
     return hands, moves, time.process_time() - start
+
+
+def ours_playouts(seconds: float, seed: int) -> tuple[int, int, float]:
+    """The same hands finished by `play_out_hand` (the simulation path): (hands, 0, elapsed)."""
+    rng = random.Random(seed)
+    hands = 0
+    game = seed
+    state = new_game(BLOCK_7, 4, game)
+    start = time.process_time()
+    deadline = start + seconds
+    while time.process_time() < deadline:
+        for _ in range(20):
+            state = play_out_hand(state, rng)
+            hands += 1
+            if state.game_over:
+                game += 1
+                state = new_game(BLOCK_7, 4, game)
+    return hands, 0, time.process_time() - start
 
 
 def theirs_hands(seconds: float, seed: int) -> tuple[int, int, float]:
@@ -76,10 +96,11 @@ def theirs_hands(seconds: float, seed: int) -> tuple[int, int, float]:
 
 
 def compare(seconds: float, rounds: int) -> dict[str, Any]:
-    best: dict[str, float] = {"ours": 0.0, "dominoes": 0.0}
-    moves_rate: dict[str, float] = {"ours": 0.0, "dominoes": 0.0}
+    best: dict[str, float] = {"ours": 0.0, "dominoes": 0.0, "playout": 0.0}
+    moves_rate: dict[str, float] = {"ours": 0.0, "dominoes": 0.0, "playout": 0.0}
+    runs = (("dominoes", theirs_hands), ("ours", ours_hands), ("playout", ours_playouts))
     for r in range(rounds):
-        for name, run in (("dominoes", theirs_hands), ("ours", ours_hands)):
+        for name, run in runs:
             hands, moves, elapsed = run(seconds, r)
             if hands / elapsed > best[name]:
                 best[name] = hands / elapsed
@@ -89,6 +110,10 @@ def compare(seconds: float, rounds: int) -> dict[str, Any]:
         "ours_hands_per_second": round(best["ours"]),
         "dominoes_hands_per_second": round(best["dominoes"]),
         "ratio": round(best["ours"] / best["dominoes"], 2) if best["dominoes"] else None,
+        "ours_play_out_hand_hands_per_second": round(best["playout"]),
+        "play_out_hand_ratio": (
+            round(best["playout"] / best["dominoes"], 2) if best["dominoes"] else None
+        ),
         "ours_moves_per_second": round(moves_rate["ours"]),
         "dominoes_moves_per_second": round(moves_rate["dominoes"]),
     }

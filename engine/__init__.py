@@ -17,6 +17,7 @@ from engine.errors import (
 from engine.files import load_transcript
 from engine.game import apply, game_from_deal, legal_moves, new_game
 from engine.moves import Draw, Move, Pass, Play, move_from_data, move_to_data
+from engine.playout import play_out_hand
 from engine.rules import DEFAULT_PRESET, PRESETS, Rules, rules_from_spec
 from engine.state import GameState, HandResult
 from engine.tiles import TILES, Tile
@@ -47,6 +48,7 @@ __all__ = [
     "move_from_data",
     "move_to_data",
     "new_game",
+    "play_out_hand",
     "redact_events",
     "replay",
     "replay_views",

@@ -142,3 +142,25 @@ def test_mid_game_transcripts_replay(data: st.DataObject) -> None:
         st.integers(0, 80)), deep=False)
     out = replay(to_transcript(state))
     assert out["rounds"][-1]["totals"] == list(state.scores)
+
+
+@settings(max_examples=40, deadline=None)
+@given(games(), seeds, st.integers(min_value=0, max_value=3))
+def test_play_out_hand_makes_the_moves_apply_would(state: GameState, seed: int, hands: int) -> None:
+    from engine import play_out_hand
+
+    for _ in range(hands + 1):
+        if state.game_over:
+            break
+        fast = play_out_hand(state, random.Random(seed))
+        rng = random.Random(seed)
+        slow = state
+        while True:
+            moves = legal_moves(slow)
+            assert slow.turn is not None
+            slow, events = apply(slow, slow.turn, moves[int(rng.random() * len(moves))])
+            if any(e["type"] == "hand_end" for e in events):
+                break
+        assert state_to_data(fast) == state_to_data(slow)
+        state = fast
+    assert play_out_hand(state, random.Random(seed)) == state or not state.game_over
