@@ -36,7 +36,7 @@ def _advance(state: GameState, steps: int, rng: random.Random) -> GameState:
             break
         moves = legal_moves(state)
         nxt, _ = apply(state, state.turn or 0, moves[rng.randrange(len(moves))])
-        if nxt.round != 0:
+        if nxt.round != 0 or nxt.game_over:
             break
         state = nxt
     return state
