@@ -10,7 +10,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from engine.errors import InvalidTranscript
+from engine.errors import InvalidNotation, InvalidTranscript
 from engine.layout import Ends, Nodes
 from engine.rules import Rules
 from engine.scoring import rounded_half, rounded_pips
@@ -68,10 +68,8 @@ def check_deal(
         rest = tuple(index(t) for t in boneyard)
     except TypeError as exc:
         raise InvalidTranscript("bad_deal", "hands and boneyard are lists of tiles") from exc
-    except InvalidTranscript:
-        raise
-    except Exception as exc:
-        raise InvalidTranscript("bad_deal", f"bad tile in the deal: {exc}") from exc
+    except InvalidNotation as exc:
+        raise InvalidTranscript("bad_deal", f"bad tile in the deal: {exc.message}") from exc
     for seat, hand in enumerate(dealt):
         if len(hand) != rules.hand_size:
             raise InvalidTranscript(

@@ -100,10 +100,7 @@ def _parse_move(data: object, players: int) -> tuple[int, Any]:
 
 
 def _walk(transcript: object, after: Callable[[GameState], None] | None) -> dict[str, Any]:
-    try:
-        spec, players, rounds = _header(transcript)
-    except EngineError:
-        raise
+    spec, players, rounds = _header(transcript)
     state: GameState | None = None
     out: list[dict[str, Any]] = []
     finished = True
