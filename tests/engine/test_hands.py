@@ -230,3 +230,26 @@ def test_round_end_target_tie_plays_another_hand() -> None:
     assert game_result(rules, (150, 150)) is None
     assert game_result(rules, (155, 150)) == 0
     assert game_result(rules, (145, 140)) is None
+
+
+def double_bergen_rounds(second: tuple[str, str], leader: int) -> dict[str, Any]:
+    def rnd(a: str, b: str, lead: int, moves: list[dict[str, Any]]) -> dict[str, Any]:
+        rest = [f"{h}-{lo}" for h in range(7) for lo in range(h + 1)]
+        return {"hands": [[a], [b]], "boneyard": [t for t in rest if t not in (a, b)],
+                "leader": lead, "moves": moves}
+    return {"rules": {"preset": "double-bergen", "hand_size": 1}, "players": 2, "rounds": [
+        rnd("3-3", "6-5", 0, [{"seat": 0, "play": "3-3"}]),
+        rnd(second[0], second[1], leader, []),
+    ]}
+
+
+def test_double_bergen_next_leader_is_left_then_the_first_seat_holding_a_double() -> None:
+    out = replay(double_bergen_rounds(("1-0", "2-2"), 1))
+    assert out["rounds"][0] == {"scores": [2], "end": "domino", "winner": 0, "bonus": 1,
+                                "totals": [3, 0]}
+    assert out["rounds"][1]["end"] == "unfinished"
+    # left of seat 0 is seat 1, who holds no double: the next seat holding one leads
+    replay(double_bergen_rounds(("6-6", "1-0"), 0))
+    with pytest.raises(InvalidTranscript) as err:
+        replay(double_bergen_rounds(("6-6", "1-0"), 1))
+    assert (err.value.code, err.value.round) == ("bad_leader", 1)
