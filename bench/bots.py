@@ -8,6 +8,8 @@ Prints one JSON line per figure:
 - `greedy-vs-random`: all-fives, 2 players, 500 deals per hand (target >= 70 %);
 - `strong-vs-greedy`: all-fives, 2 players, 300 deals, 100 ms per move (target >= 58 %);
 - `strong-vs-greedy-games`: the same pairing over whole games (aim >= 70 %);
+- `strong-vs-greedy-samples`: strong bound by 300 sampled deals per move instead of the
+  clock (reproducible, and independent of the machine's load);
 - `think`: strong at 300 ms per move, every move's wall time (target: max <= 360 ms);
 - `playouts`: sampled deals and greedy playouts per CPU second from real positions.
 Matches run in `--jobs` processes; the machine's other work shows in wall times.
@@ -126,6 +128,10 @@ def main() -> None:
         emit("strong-vs-greedy-games", run_match("all-fives", 2, "strong", "greedy",
                                                  4 if q else 60, seed=12, think_ms=100,
                                                  jobs=args.jobs, unit="game"))
+    if wanted("strong-vs-greedy-samples"):
+        emit("strong-vs-greedy-samples", run_match("all-fives", 2, "strong", "greedy",
+                                                   20 if q else 150, seed=13, think_ms=600_000,
+                                                   samples=300, jobs=args.jobs))
     if wanted("think"):
         emit("think", think_times(2 if q else 20, 300))
     if wanted("playouts"):
