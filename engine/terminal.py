@@ -145,10 +145,15 @@ class Session:
         self.out.write(text + "\n")
         self.out.flush()
 
+    def level(self, seat: int) -> str:
+        """The bot at `seat`: the levels given apply to the other seats in seat order."""
+        others = [s for s in range(self.players) if s != self.seat]
+        return self.bots[others.index(seat) % len(self.bots)]
+
     def name(self, seat: int) -> str:
         if seat == self.seat:
             return "You"
-        level = self.bots[seat % len(self.bots)]
+        level = self.level(seat)
         partner = any(seat in side and self.seat in side for side in self.state.sides)
         who = "Partner" if partner else "Seat"
         return self.style.bot(f"{who} {seat} ({level})")
@@ -283,7 +288,7 @@ class Session:
                     return 0
                 move = chosen
             else:
-                level = self.bots[turn % len(self.bots)]
+                level = self.level(turn)
                 move = choose_move(level, v, self.seed * 7919 + self.moves, self.think_ms)
             self.state, events = apply(self.state, turn, move)
             self.moves += 1
@@ -320,6 +325,12 @@ def run_play_command(args: Any) -> int:
     except KeyboardInterrupt:
         sys.stdout.write("\nBye.\n")
         return 0
+    except BrokenPipeError:
+        # The reader went away (e.g. piped into `head`): stop quietly.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def register_play(sub: Any) -> None:
@@ -330,7 +341,8 @@ def register_play(sub: Any) -> None:
     which.add_argument("--rules", help='rules spec as JSON, e.g. {"preset":"bergen"}')
     p.add_argument("--players", type=int, default=2, choices=(2, 3, 4))
     p.add_argument("--bots", default="strong",
-                   help=f"bot level, or one per seat separated by commas ({', '.join(BOT_LEVELS)})")
+                   help="bot level, or one per other seat in seat order, separated by commas "
+                        f"({', '.join(BOT_LEVELS)})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     p.add_argument("--think-ms", type=int, default=None, help="strong bots' time per move")
