@@ -59,7 +59,7 @@ def main() -> None:
             create_app(settings),
             host=settings.host,
             port=settings.port,
-            ws="websockets",
+            ws=settings.ws_impl,
             ws_max_size=settings.max_frame,
             ws_ping_interval=settings.ws_ping_interval_s,
             ws_ping_timeout=settings.ws_ping_timeout_s,

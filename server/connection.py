@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from enum import IntEnum
 
 import msgpack
@@ -38,36 +38,50 @@ def pack(message: dict[str, object]) -> bytes:
     return msgpack.packb(message, use_bin_type=True)
 
 
-@dataclass(eq=False)
 class Connection:
-    """A seat's or a spectator's socket, as the hub and the handler see it."""
+    """A seat's or a spectator's socket, as the hub and the handler see it.
 
-    websocket: WebSocket
-    metrics: Metrics
-    limit: int
-    table: str = ""
-    seat: int | None = None
-    audience: str = ""
-    version: int = -1  # last version queued to this client
-    id: int = field(default_factory=lambda: next(_ids))
-    closing: Close | None = None
-    close_reason: str = ""
-    queue: asyncio.Queue[bytes | list[bytes] | None] = field(init=False)
-    closed: asyncio.Event = field(default_factory=asyncio.Event)
+    Frames wait in a short list (at most `limit`) drained by `run_writer`; a plain list and one
+    future keep the per-connection footprint small (an asyncio.Queue costs ~3 KB)."""
 
-    def __post_init__(self) -> None:
-        self.queue = asyncio.Queue(maxsize=self.limit)
+    __slots__ = (
+        "audience", "close_reason", "closing", "finished", "grace_s", "id", "limit", "metrics",
+        "pending", "seat", "table", "version", "waiter", "watchdog", "websocket",
+    )
+
+    def __init__(self, websocket: WebSocket, metrics: Metrics, limit: int) -> None:
+        self.websocket = websocket
+        self.metrics = metrics
+        self.limit = limit
+        self.table = ""
+        self.seat: int | None = None
+        self.audience = ""
+        self.version = -1  # last version queued to this client
+        self.id = next(_ids)
+        self.closing: Close | None = None
+        self.close_reason = ""
+        self.pending: list[bytes | list[bytes]] = []
+        self.waiter: asyncio.Future[None] | None = None
+        self.finished = False
+        # Called when a requested close has not completed in time (a peer that reads nothing).
+        self.watchdog: Callable[[], None] | None = None
+        self.grace_s = 5.0
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queue one encoded frame; a full queue closes the connection (4003). Never waits."""
         if self.closing is not None:
             return False
-        self.metrics.send_queue_depth.observe(self.queue.qsize())
-        try:
-            self.queue.put_nowait(frame)
-        except asyncio.QueueFull:
+        depth = len(self.pending)
+        self.metrics.send_queue_depth.observe(depth)
+        if depth >= self.limit:
             self.close_soon(Close.TOO_SLOW, "send queue full")
             return False
+        self.pending.append(frame)
+        self._wake()
         return True
 
     def send_batch(self, frames: list[bytes]) -> bool:
@@ -75,47 +89,51 @@ class Connection:
         gap of any length fits, while live traffic stays bounded by the queue."""
         if self.closing is not None:
             return False
-        try:
-            self.queue.put_nowait(frames)
-        except asyncio.QueueFull:
+        if len(self.pending) >= self.limit:
             self.close_soon(Close.TOO_SLOW, "send queue full")
             return False
+        self.pending.append(frames)
+        self._wake()
         return True
 
     def send_message(self, message: dict[str, object]) -> bool:
         return self.send_nowait(pack(message))
 
     def close_soon(self, code: Close, reason: str = "") -> None:
-        """Ask the writer to close the socket after what is already queued (or at once if full)."""
+        """Ask the writer to close the socket after what is already queued (at once if too slow)."""
         if self.closing is not None:
             return
         self.closing = code
         self.close_reason = reason
         self.metrics.closes.labels(code=str(int(code))).inc()
         if code == Close.TOO_SLOW:
-            # Drop what a slow client has not taken; it resumes with `since`.
-            while not self.queue.empty():
-                self.queue.get_nowait()
-        try:
-            self.queue.put_nowait(None)
-        except asyncio.QueueFull:
-            self.queue.get_nowait()
-            self.queue.put_nowait(None)
-        self.closed.set()
+            self.pending.clear()  # a slow client resumes with `since` instead
+        self._wake()
+        asyncio.get_running_loop().call_later(self.grace_s, self._expire)
+
+    def _expire(self) -> None:
+        if not self.finished and self.watchdog is not None:
+            self.watchdog()
 
     async def run_writer(self) -> None:
         """Send queued frames in order until a close is requested; then close the socket."""
+        loop = asyncio.get_running_loop()
         while True:
-            frame = await self.queue.get()
-            if frame is None:
+            if self.pending:
+                item = self.pending.pop(0)
+                try:
+                    for frame in item if isinstance(item, list) else (item,):
+                        await self.websocket.send_bytes(frame)
+                except Exception:  # the peer is gone; nothing more can be sent
+                    self.closing = self.closing or Close.NORMAL
+                    return
+                continue
+            if self.closing is not None:
                 break
-            try:
-                for one in frame if isinstance(frame, list) else [frame]:
-                    await self.websocket.send_bytes(one)
-            except Exception:  # the peer is gone; nothing more can be sent
-                self.closing = self.closing or Close.NORMAL
-                self.closed.set()
-                return
-        code = self.closing or Close.NORMAL
-        with contextlib.suppress(TimeoutError, RuntimeError, OSError):
-            await asyncio.wait_for(self.websocket.close(int(code), self.close_reason), 2.0)
+            self.waiter = loop.create_future()
+            await self.waiter
+            self.waiter = None
+        # The peer may be gone already (Starlette raises WebSocketDisconnect, uvicorn
+        # ClientDisconnected, RuntimeError after a close): closing is then done.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.websocket.close(int(self.closing), self.close_reason), 2.0)

@@ -67,6 +67,11 @@ def decode(data: bytes) -> dict[str, Any]:
 class Session:
     """One client's conversation, from hello to close."""
 
+    __slots__ = (
+        "address", "attached", "bad_tokens", "bucket", "chat_bucket", "conn", "hub", "metrics",
+        "service", "settings", "ws",
+    )
+
     def __init__(self, websocket: WebSocket, state: Any) -> None:
         self.ws = websocket
         self.settings: Settings = state.settings
@@ -97,13 +102,29 @@ class Session:
             await self.ws.close(int(Close.POLICY), "origin not allowed")
             return
         self.metrics.connections.inc()
+        task = asyncio.current_task()
+        forced = False
+
+        def force() -> None:
+            nonlocal forced
+            forced = True
+            if task is not None:
+                task.cancel()
+
+        self.conn.watchdog = force
         try:
+            # The reader runs in this task; the writer is the one task of its own.
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.conn.run_writer())
-                reader = group.create_task(self._read_safely())
-                await self.conn.closed.wait()
-                reader.cancel()
+                await self._read_safely()
+                self.conn.close_soon(Close.NORMAL)  # no-op when a close is already underway
+        except asyncio.CancelledError:
+            if not forced:
+                raise
+            if task is not None:
+                task.uncancel()
         finally:
+            self.conn.finished = True
             self.metrics.connections.dec()
             if self.attached:
                 try:
