@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 
 import httpx
@@ -16,6 +17,7 @@ from tests.support.servers import (
     close_code,
     create_table,
     join,
+    play_to_end,
 )
 
 
@@ -221,3 +223,39 @@ async def test_a_foreign_origin_is_refused(strict: ServiceProcess) -> None:
     )
     await same.send({"t": "ping", "n": 1})
     assert (await same.recv())["t"] == "error"  # answered (bad_message before hello), not closed
+
+
+async def test_a_client_that_stops_reading_is_cut_off_not_waited_for(redis_url: str) -> None:
+    env = {"RATE": "1000/2000", "SEND_QUEUE": "4"}
+    async with (
+        running(ServiceProcess(redis_url, env=env)) as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        table, tokens = await started_table(http)
+        players = [await GameClient.connect(server.ws_url) for _ in tokens]
+        for client, token in zip(players, tokens, strict=True):
+            await client.hello(table, token)
+        await play_to_end(dict(enumerate(players)), [], stop_after=12)
+        # A client with a tiny receive window that asks for the whole history again and
+        # again without reading any of it.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        sock.connect(("127.0.0.1", server.port))
+        sock.setblocking(False)
+        slow = await GameClient.connect(server.ws_url, sock=sock)
+        await slow.hello(table)
+        for _ in range(1200):
+            await slow.send({"t": "sync", "since": 0})
+        cut = 'dominoes_ws_closes_total{code="4003"} 1.0'
+        for _ in range(150):
+            if cut in (await http.get("/metrics")).text:
+                break
+            await asyncio.sleep(0.1)
+        assert cut in (await http.get("/metrics")).text
+        # The players were never held up, and the server serves on.
+        mover = players[0] if players[0].my_turn() else players[1]
+        answer = await mover.move(mover.game["legal"][0])
+        assert answer["t"] == "accepted"
+        assert server.healthy()
+        slow.socket.transport.abort()  # it never reads: no closing handshake to wait for
+        GameClient.opened.remove(slow)
