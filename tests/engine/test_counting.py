@@ -194,3 +194,40 @@ def test_exact_target_reached_by_a_blocking_play_ends_blocked() -> None:
     end = next(e for e in events if e["type"] == "hand_end")
     assert (end["end"], end["winner"], end["bonus"]) == ("blocked", 1, 0)
     assert state.game_over and state.winner == 1 and state.scores == (1, 2)
+
+
+def test_all_threes_scores_thirds_and_rounds_the_bonus_to_threes() -> None:
+    state = deal({"preset": "all-threes", "hand_size": 2}, [["6-3", "6-6"], ["3-0", "5-2"]])
+    state, events = play(state, ["6-3", "3-0>6-3", "6-6>6-3"])
+    assert [e["end_total"] for e in events if e["type"] == "play"] == [9, 6, 12]
+    assert points(events) == [3, 2, 4]
+    end = next(e for e in events if e["type"] == "hand_end")
+    assert end["bonus"] == 2  # 7 pips: nearest 3 is 6, scale 3
+    assert state.scores == (9, 2)
+
+
+@pytest.mark.parametrize(("total", "scored"), [(15, 8), (12, 4), (10, 2), (6, 2), (9, 3),
+                                               (30, 16), (7, 0), (0, 0)])
+def test_fives_and_threes_figures(total: int, scored: int) -> None:
+    from engine.scoring import play_points
+    assert play_points("fives_and_threes", 1, total, ()) == scored
+
+
+def bergen_ends(*shown: tuple[int, int]) -> tuple[tuple[int, str, int, int, int], ...]:
+    """Open ends showing (value, halves), one end per entry."""
+    return tuple((i, "O", value, halves, 0) for i, (value, halves) in enumerate(shown))
+
+
+@pytest.mark.parametrize(("shown", "scored"), [
+    ([(2, 1), (2, 1)], 2),                  # double-header
+    ([(2, 2), (2, 1)], 3),                  # double end and a matching single: triple-header
+    ([(3, 1), (3, 1), (3, 1)], 3),          # three alike
+    ([(3, 1), (3, 1), (3, 1), (3, 1)], 4),  # four alike
+    ([(1, 1), (1, 1), (1, 1), (1, 2)], 5),  # three single 1-ends and a 1-1 end
+    ([(6, 1), (6, 1)], 2),                  # a lone lead double's two sides
+    ([(2, 1), (4, 1)], 0),
+    ([(5, 2), (3, 1), (3, 1), (5, 0)], 2),  # a spinner's untouched side shows nothing
+])
+def test_matching_figures(shown: list[tuple[int, int]], scored: int) -> None:
+    from engine.scoring import matching_points
+    assert matching_points(bergen_ends(*shown)) == scored
