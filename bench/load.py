@@ -43,8 +43,26 @@ TARGETS = {"ack_p99_ms": 10.0, "fanout_p99_ms": 10.0, "bytes_median": 24.0, "rss
 # ---- servers -----------------------------------------------------------------------------------
 
 
+PROFILED = """
+import cProfile, signal, sys
+from server.__main__ import main
+def stop(*_):
+    raise SystemExit(0)
+signal.signal(signal.SIGTERM, stop)
+profile = cProfile.Profile()
+profile.enable()
+try:
+    main()
+finally:
+    profile.disable()
+    profile.dump_stats(sys.argv[1])
+"""
+
+
 class Server:
-    def __init__(self, redis_url: str, env: dict[str, str], log: Path) -> None:
+    def __init__(
+        self, redis_url: str, env: dict[str, str], log: Path, profile: Path | None = None
+    ) -> None:
         self.port = free_port()
         self.log = log
         self.url = f"http://127.0.0.1:{self.port}"
@@ -53,10 +71,20 @@ class Server:
                     "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING", "BOT_DELAY_MS": "0",
                     "PYTHONWARNINGS": "ignore", **env}
         with log.open("ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "server"], cwd=REPO,
-                                         env=full_env, stdout=out, stderr=out)
+            command = [sys.executable, "-m", "server"]
+            if profile is not None:
+                command = [sys.executable, "-c", PROFILED, str(profile)]
+            self.proc = subprocess.Popen(command, cwd=REPO, env=full_env, stdout=out, stderr=out)
         self.base_rss_kb = 0
         self.peak_rss_kb = 0
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds used by the server process so far."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return 0.0
 
     def rss_kb(self) -> int:
         try:
@@ -100,6 +128,8 @@ class Stats:
     games_finished: int = 0
     errors: int = 0
     closed: list[str] = field(default_factory=list)
+    server_cpu_s: float = 0.0
+    load: tuple[float, float] = (0.0, 0.0)
 
 
 class Client:
@@ -226,14 +256,28 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+async def post(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST with a few retries (a loaded machine drops the odd connection)."""
+    for attempt in range(5):
+        try:
+            response = await http.post(path, json=body)
+            response.raise_for_status()
+            result: dict[str, Any] = response.json()
+            return result
+        except httpx.HTTPError:
+            if attempt == 4:
+                raise
+            await asyncio.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 async def setup_table(http: httpx.AsyncClient, args: argparse.Namespace) -> tuple[str, list[str]]:
     body = {"rules": {"preset": args.preset, "target": args.target}, "players": args.players}
-    table = (await http.post("/api/tables", json=body)).json()["id"]
+    table = (await post(http, "/api/tables", body))["id"]
     tokens = []
     for seat in range(args.players):
-        response = await http.post(f"/api/tables/{table}/join",
-                                   json={"seat": seat, "name": f"p{seat}"})
-        tokens.append(response.json()["token"])
+        joined = await post(http, f"/api/tables/{table}/join", {"seat": seat, "name": f"p{seat}"})
+        tokens.append(joined["token"])
     return table, tokens
 
 
@@ -244,7 +288,8 @@ async def run(args: argparse.Namespace) -> None:
     if redis_url is None:
         redis = RedisProcess(tmp / "redis", appendfsync="everysec")
         redis_url = redis.start()
-    servers = [Server(redis_url, {"RATE": "50/100"}, tmp / f"server-{n}.log")
+    servers = [Server(redis_url, {"RATE": "50/100"}, tmp / f"server-{n}.log",
+                      tmp / f"server-{n}.prof" if args.profile else None)
                for n in range(args.servers)]
     stats, crowd_stats = Stats(), Stats()
     tables: list[Table] = []
@@ -253,9 +298,9 @@ async def run(args: argparse.Namespace) -> None:
         print(f"servers: {len(servers)}, tables: {args.tables}, players: {args.players}, "
               f"spectators/table: {args.spectators}, pace: {args.pace}s/move/table",
               flush=True)
-        limits = httpx.Limits(max_connections=50)
+        limits = httpx.Limits(max_connections=20)
         async with httpx.AsyncClient(base_url=servers[0].url, limits=limits, timeout=30) as http:
-            sem = asyncio.Semaphore(50)
+            sem = asyncio.Semaphore(20)
 
             async def make() -> tuple[str, list[str]]:
                 async with sem:
@@ -299,11 +344,16 @@ async def run(args: argparse.Namespace) -> None:
         sampler = asyncio.create_task(sample_rss())
         deadline = time.perf_counter() + args.max_seconds
         begun = time.perf_counter()
+        cpu_before = [s.cpu_s() for s in servers]
+        load_before = os.getloadavg()[0]
         players = [t.play(args.pace, deadline) for t in tables if not t.crowd]
         if args.crowd:
             players.append(tables[-1].play(args.crowd_pace, deadline))
         await asyncio.gather(*players)
         elapsed = time.perf_counter() - begun
+        cpu_used = sum(s.cpu_s() for s in servers) - sum(cpu_before)
+        stats.server_cpu_s = cpu_used
+        stats.load = (load_before, os.getloadavg()[0])
         sampler.cancel()
         for c in clients:
             await c.socket.close()
@@ -336,6 +386,11 @@ def report(args: argparse.Namespace, stats: Stats, crowd: Stats, servers: list[S
     if stats.closed:
         print(f"connections closed by the server: {len(stats.closed)}, e.g. {stats.closed[0]}")
     print(f"moves/s:                          {figures['moves/s']:.1f}")
+    if stats.moves:
+        print(f"server CPU per move:              {stats.server_cpu_s / stats.moves * 1000:.2f} ms "
+              f"(all server processes; {stats.server_cpu_s / elapsed * 100:.0f}% of one core)")
+    print(f"machine load average:             {stats.load[0]:.1f} at start, "
+          f"{stats.load[1]:.1f} at end ({os.cpu_count()} cores)")
     print(f"move -> accepted  p50 / p99:      {figures['ack_p50_ms']:.2f} / "
           f"{figures['ack_p99_ms']:.2f} ms")
     print(f"move -> all diffs p50 / p99:      {figures['fanout_p50_ms']:.2f} / "
@@ -376,6 +431,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--crowd-pace", type=float, default=1.0)
     p.add_argument("--redis-url", default=None, help="default: a private redis-server")
     p.add_argument("--quick", action="store_true", help="20 tables, short games")
+    p.add_argument("--profile", action="store_true",
+                   help="run the servers under cProfile (server-N.prof beside the logs)")
     args = p.parse_args(argv)
     if args.quick:
         args.tables, args.target, args.max_seconds = min(args.tables, 20), 30, 60.0
