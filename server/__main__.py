@@ -7,6 +7,7 @@ websockets. SIGTERM closes every socket with 1001 first, so clients reconnect an
 from __future__ import annotations
 
 import dataclasses
+import signal
 import socket
 
 import uvicorn
@@ -48,12 +49,19 @@ def log_config(level: str) -> dict[str, object]:
     }
 
 
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 def main() -> None:
     settings = Settings.from_env()
     embedded: RedisProcess | None = None
     if settings.redis_url is None:
         embedded = RedisProcess(settings.data_dir / "redis")
         settings = dataclasses.replace(settings, redis_url=embedded.start())
+    # uvicorn re-raises SIGTERM once it has shut down; turning it into SystemExit lets the
+    # embedded Redis below stop cleanly too.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         config = uvicorn.Config(
             create_app(settings),

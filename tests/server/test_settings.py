@@ -1,0 +1,37 @@
+"""Settings from the environment: defaults, parsing and refusal of nonsense."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from server.settings import Settings
+
+
+def test_defaults_run_out_of_the_box() -> None:
+    settings = Settings.from_env({})
+    assert (settings.host, settings.port, settings.redis_url) == ("127.0.0.1", 8000, None)
+    assert (settings.max_frame, settings.send_queue) == (4096, 64)
+    assert (settings.rate, settings.rate_burst) == (10.0, 20)
+    assert settings.allowed_origins == ()
+    assert settings.data_dir == Path("./data")
+
+
+def test_values_are_read_from_the_environment() -> None:
+    settings = Settings.from_env({
+        "PORT": "9001", "REDIS_URL": "redis://r:6379/0", "RATE": "5/7", "SEND_QUEUE": "8",
+        "ALLOWED_ORIGINS": "https://a.example, https://b.example", "LOG_LEVEL": "debug",
+        "STATIC_DIR": "/srv/client", "RECONNECT_WINDOW_S": "2.5", "WS_DEFLATE": "yes",
+    })
+    assert settings.port == 9001 and settings.redis_url == "redis://r:6379/0"
+    assert (settings.rate, settings.rate_burst, settings.send_queue) == (5.0, 7, 8)
+    assert settings.allowed_origins == ("https://a.example", "https://b.example")
+    assert settings.log_level == "DEBUG" and settings.static_dir == Path("/srv/client")
+    assert settings.reconnect_window_s == 2.5 and settings.ws_deflate is True
+
+
+@pytest.mark.parametrize("name, value", [("PORT", "eighty"), ("SEND_QUEUE", "-1")])
+def test_nonsense_is_refused_with_the_variable_named(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        Settings.from_env({name: value})
