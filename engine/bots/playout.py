@@ -23,38 +23,46 @@ Choice = tuple[int, int, int, int]
 """(tile, target kind, target index, points)."""
 
 
-def _voided(rules: SimRules, score: int, pts: int) -> int:
-    if rules.exact and score + pts > rules.target:
-        return 0
-    return pts
+TILE_RANK: tuple[int, ...] = tuple(
+    PIPS[t] * 1000 + (100 if IS_DOUBLE[t] else 0) + t for t in range(28)
+)
+"""Greedy's tie order between tiles: heaviest, then doubles, then the higher tile."""
 
 
 def best_play(
     table: Table, playable: int, rules: SimRules, score: int = 0
 ) -> Choice:
     """The greedy choice among the tiles in `playable` (a non-empty bitmask)."""
-    best: Choice | None = None
-    best_key: tuple[int, int, int, int, int] | None = None
     by_total = rules.scoring not in ("matching", "none")
-    base = table.total()
+    base = table.total() if by_total else 0
+    exact = rules.exact
+    target = rules.target
+    best_pts = -1
+    best_rank = -1
+    best_node = 0
+    best: Choice | None = None
     m = playable
     while m:
         bit = m & -m
         m ^= bit
         tile = bit.bit_length() - 1
+        rank = TILE_RANK[tile]
         for kind, idx in table.targets(tile, rules):
             if by_total:
-                raw = points_for_total(rules, table.total_after(tile, kind, idx, base))
+                pts = points_for_total(rules, table.total_after(tile, kind, idx, base))
             else:
-                raw = table.points_after(tile, kind, idx, rules)
-            pts = _voided(rules, score, raw)
+                pts = table.points_after(tile, kind, idx, rules)
+            if exact and score + pts > target:
+                pts = 0
+            if pts < best_pts or (pts == best_pts and rank < best_rank):
+                continue
             node = (
                 table.hubs[idx][4] if kind == HUB else table.ends[idx][3] if kind == ARM else 0
             )
-            key = (pts, PIPS[tile], 1 if IS_DOUBLE[tile] else 0, tile, -node)
-            if best_key is None or key > best_key:
-                best_key = key
-                best = (tile, kind, idx, pts)
+            if pts == best_pts and rank == best_rank and node >= best_node:
+                continue
+            best_pts, best_rank, best_node = pts, rank, node
+            best = (tile, kind, idx, pts)
     assert best is not None, "best_play needs a playable tile"
     return best
 
