@@ -5,6 +5,7 @@
  */
 import { api, playerName, saveSeat, savedSeat, setPlayerName } from "./api.js";
 import { el, esc, fill } from "./view/dom.js";
+import { uprightTile } from "./view/tiles.js";
 
 /** Presets of the rules (docs/notation.md); names are what the server accepts. */
 export const PRESETS = [
@@ -33,7 +34,14 @@ const presetLabel = (rules) => {
 export function showLobby(root) {
   const listBox = el("div", { class: "table-list", "aria-live": "polite" }, "Loading tables…");
   const form = createForm();
-  fill(root, el("div", { class: "lobby" },
+  const hero = el("header", { class: "hero" },
+    el("div", { class: "hero-tiles", "aria-hidden": "true",
+      html: ["5-5", "5-0", "6-4", "3-2"].map((t) => uprightTile(t)).join("") }),
+    el("div", {},
+      el("h1", {}, "All Fives and friends"),
+      el("p", { class: "muted" },
+        "Muggins, Five Up, Fives and Threes, Bergen, Block, Draw: play live with friends or bots, or watch a table.")));
+  fill(root, hero, el("div", { class: "lobby" },
     el("section", { class: "panel create" }, el("h1", {}, "New table"), form),
     el("section", { class: "panel tables" },
       el("h2", {}, "Tables"), listBox,

@@ -86,7 +86,10 @@ export class TableSocket {
       clearInterval(this.timers.ping);
       this.timers.ping = setInterval(() => this.heartbeat(), PING_EVERY_MS);
     };
-    ws.onmessage = (e) => this.receive(e.data);
+    // frames still queued on a socket we have let go of must not reach the store
+    ws.onmessage = (e) => {
+      if (ws === this.ws && !this.closed) this.receive(e.data);
+    };
     ws.onclose = (e) => this.closedBy(ws, e.code);
     ws.onerror = () => {};
   }
@@ -161,6 +164,7 @@ export class TableSocket {
   reopen() {
     const ws = this.ws;
     if (!ws) return;
+    ws.onmessage = null;
     ws.close(1000);
     this.closedBy(ws, 1000);
     this.reconnectNow();
@@ -192,7 +196,10 @@ export class TableSocket {
       window.removeEventListener("online", this.onOnline);
       window.removeEventListener("offline", this.onOffline);
     }
-    this.ws?.close(1000);
+    if (this.ws) {
+      this.ws.onmessage = null;
+      this.ws.close(1000);
+    }
     this.ws = null;
   }
 }

@@ -64,6 +64,7 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
 
   function connect() {
     socket?.close();
+    resumeTo = null;
     state = { ...initialState(id), chat: state.chat };
     socket = new TableSocket({
       url: wsUrl(),

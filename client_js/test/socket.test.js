@@ -138,3 +138,14 @@ test("reopen drops the connection and says hello again at once", () => {
   assert.equal(second.sent[0].t, "hello");
   assert.equal(second.sent[0].since, null);
 });
+
+test("frames still arriving on a closed socket are ignored", () => {
+  const ws = start();
+  ws.accept();
+  ws.deliver({ t: "welcome", proto: 1, table: "k3f9x2", seat: null, v: 3 });
+  const onmessage = ws.onmessage;
+  sock.close();
+  // a late snapshot for the old audience must not reach the store
+  (onmessage ?? (() => {}))({ data: encode({ t: "snapshot", v: 3, doc: { v: 3 } }).slice().buffer });
+  assert.deepEqual(got.map((m) => m.t), ["welcome"]);
+});

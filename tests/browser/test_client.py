@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.browser.conftest import post_json
 from tests.support.servers import ServiceProcess
@@ -37,9 +38,19 @@ def play_one(page: Page) -> bool:
 
 
 def wait_past(page: Page, before: str) -> None:
-    page.wait_for_function(
-        "v => document.querySelector('.table-page').dataset.v !== v", arg=before, timeout=15_000
-    )
+    try:
+        page.wait_for_function(
+            "v => document.querySelector('.table-page').dataset.v !== v", arg=before,
+            timeout=15_000,
+        )
+    except PlaywrightError as e:
+        seen = page.evaluate(
+            """() => ({conn: document.getElementById('conn').dataset.state,
+                v: document.querySelector('.table-page').dataset.v,
+                buttons: document.querySelector('.buttons').innerText,
+                notice: document.querySelector('.notice').innerText})"""
+        )
+        raise AssertionError(f"no new version after v{before}: {seen}") from e
 
 
 def click_move(page: Page) -> str | None:

@@ -272,8 +272,14 @@ export class TableView {
   drawButtons(state, ui) {
     const game = state.doc?.game;
     const box = this.dom.buttons;
-    if (!game || state.seat === null) {
+    if (!game) {
       box.replaceChildren();
+      return;
+    }
+    if (state.seat === null) {
+      const turn = game.turn;
+      fill(box, el("span", { class: "hint" }, "Watching",
+        turn === null || turn === undefined ? "" : ` · ${this.seatName(state.doc.table, turn)} to play`));
       return;
     }
     const mine = canMove(state);
