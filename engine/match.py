@@ -2,12 +2,13 @@
 
 Every deal is played once per seating: A takes the seats of one side and B every
 other seat, for each side in turn (2 players: seats swapped; 4 players in
-partnerships: partnerships swapped; 3 players: A takes each seat in turn). With
-`unit="hand"` each game is one hand: A wins it when its side gains more points than
-the B sides gain on average, bonus included; equal counts one half. With
-`unit="game"` whole games are played to the target and A wins when its side wins
-(no winner counts one half). Bots see only `view(state, seat)`. Runs in worker
-processes with `jobs` > 1. Imports engine modules and the standard library only.
+partnerships: partnerships swapped; 3 players: A takes each seat in turn). A game's score for A is
+its result against each B side in turn, averaged: with `unit="hand"` each game is one
+hand and A beats a side when it gains more points in the hand, bonus included; with
+`unit="game"` whole games are played to the target, the winner ranks above everyone
+and the others by their totals. Equal counts one half. With two sides this is simply
+win, lose or tie. Bots see only `view(state, seat)`. Runs in worker processes with
+`jobs` > 1. Imports engine modules and the standard library only.
 """
 
 from __future__ import annotations
@@ -103,10 +104,19 @@ def play(task: Task) -> Outcome:
     a_points = float(gains[a_side])
     b_points = sum(gains[k] for k in b_sides) / len(b_sides)
     if task.unit == "hand":
-        score = 1.0 if a_points > b_points else 0.5 if a_points == b_points else 0.0
+        rank = [float(g) for g in gains]
     else:
-        score = 1.0 if state.winner == a_side else 0.5 if state.winner is None else 0.0
+        rank = [float(s) + (1e9 if k == state.winner else 0.0)
+                for k, s in enumerate(state.scores)]
+    score = side_score(rank, a_side)
     return Outcome(score, a_points, b_points, max(hands, 1), a_max, a_total, a_moves, b_max)
+
+
+def side_score(rank: list[float], a_side: int) -> float:
+    """A's result against each other side (1 above, 1/2 level, 0 below), averaged."""
+    others = [r for k, r in enumerate(rank) if k != a_side]
+    mine = rank[a_side]
+    return sum(1.0 if mine > r else 0.5 if mine == r else 0.0 for r in others) / len(others)
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -164,8 +174,8 @@ def run_match(
         "rules": spec,
         "a": a,
         "b": b,
-        "a_wins": sum(1 for o in outcomes if o.score == 1.0),
-        "b_wins": sum(1 for o in outcomes if o.score == 0.0),
+        "a_wins": sum(1 for o in outcomes if o.score > 0.5),
+        "b_wins": sum(1 for o in outcomes if o.score < 0.5),
         "ties": sum(1 for o in outcomes if o.score == 0.5),
         "a_win_rate": round(rate, 4),
         "ci95": [round(low, 4), round(high, 4)],

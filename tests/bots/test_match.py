@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.match import elo, run_match, wilson
+from engine.match import elo, run_match, side_score, wilson
 
 ROOT = Path(__file__).resolve().parents[2]
 STABLE = ("games", "a_wins", "b_wins", "ties", "a_win_rate", "ci95", "a_points_per_hand",
@@ -29,6 +29,15 @@ def test_wilson_interval_by_hand() -> None:
     assert high == pytest.approx(0.596169, abs=1e-5)
     assert wilson(0, 10)[0] == 0.0
     assert wilson(10, 10)[1] == 1.0
+
+
+def test_a_score_is_its_result_against_each_other_side() -> None:
+    assert side_score([10.0, 5.0], 0) == 1.0
+    assert side_score([5.0, 5.0], 1) == 0.5
+    # Three sides: A (side 0) beats side 1 and loses to side 2: one win in two.
+    assert side_score([10.0, 5.0, 20.0], 0) == 0.5
+    # Level with side 1, above side 2: (1/2 + 1) / 2.
+    assert side_score([10.0, 10.0, 0.0], 0) == 0.75
 
 
 def test_elo_by_hand_and_clamped() -> None:
