@@ -261,7 +261,7 @@ def game_result(rules: Rules, scores: tuple[int, ...]) -> int | None:
         hits = [i for i, s in enumerate(scores) if s == rules.target]
         return hits[0] if hits else None
     if rules.bonus == "penalty":
-        over = any(s <= -rules.target for s in scores)
+        over = any(s <= -rules.target or s >= rules.target for s in scores)
     else:
         over = any(s >= rules.target for s in scores)
     if not over:

@@ -7,6 +7,7 @@ into a frozen `Rules` for one player count. Imports only `engine.errors`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -282,3 +283,22 @@ def _check_combinations(v: dict[str, Any], players: int) -> None:
         raise _bad("game_end", "penalty games end at -target after a hand, not at an exact target")
     if v["scoring"] == "none" and v["bonus"] == "fixed" and v["bonus_points"] == 0:
         raise _bad("bonus_points", "with no scoring and a fixed bonus of 0 nobody could ever score")
+    if v["game_end"] == "exact":
+        step = _point_step(v, players)
+        if v["target"] % step:
+            raise _bad("target", f"points here come in steps of {step}, so an exact target of "
+                       f"{v['target']} could never be reached")
+
+
+def _point_step(v: dict[str, Any], players: int) -> int:
+    """The greatest common divisor of every amount a side can gain (exact-target games)."""
+    unit = 3 if v["scoring"] == "threes" else 5
+    steps = {"fives": 5 // v["scale"], "threes": 3 // v["scale"], "fives_and_threes": 1,
+             "matching": 1, "none": 0}[v["scoring"]]
+    if v["bonus"] == "fixed":
+        steps = math.gcd(steps, v["bonus_points"])
+        if v["blocked_tie"] == "split" and players == 3:
+            steps = math.gcd(steps, (v["bonus_points"] + 1) // 2)
+    else:
+        steps = math.gcd(steps, unit // v["scale"] if v["bonus_rounding"] == "nearest" else 1)
+    return steps or 1

@@ -253,3 +253,12 @@ def test_double_bergen_next_leader_is_left_then_the_first_seat_holding_a_double(
     with pytest.raises(InvalidTranscript) as err:
         replay(double_bergen_rounds(("6-6", "1-0"), 1))
     assert (err.value.code, err.value.round) == ("bad_leader", 1)
+
+
+def test_penalty_game_with_play_scoring_also_ends_at_plus_target() -> None:
+    state = deal({"preset": "block-penalty", "scoring": "fives", "target": 10, "hand_size": 1},
+                 [["5-5"], ["1-0"]])
+    state, events = play(state, ["5-5"])
+    assert points(events) == [10]
+    assert hand_end(events)["totals"] == [10, -1]
+    assert state.game_over and state.winner == 0

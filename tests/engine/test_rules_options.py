@@ -108,6 +108,8 @@ def test_overrides_on_top_of_a_preset() -> None:
     ({"bonus_points": -1}, 2, "bonus_points"),
     ({"bonus": "penalty", "game_end": "exact"}, 2, "game_end"),
     ({"lead": "double", "first_leader": "highest_double"}, 2, "lead"),
+    ({"preset": "all-fives", "game_end": "exact", "target": 61}, 2, "target"),  # steps of 5
+    ({"preset": "fives-and-threes", "scoring": "threes", "bonus": "all_hands"}, 3, "target"),
     ("all-fives", 1, "players"),
     ("all-fives", 5, "players"),
     ("all-fives", "2", "players"),
@@ -144,3 +146,10 @@ def test_handed_out_specs_are_copies() -> None:
         data["target"]["2"] = 5
     assert rules_from_spec({"preset": "all-fives", "target": {"2": 90}}, 2).target == 90
     assert state.rules.spec == {"preset": "all-fives", "target": {"2": 90}}
+
+
+def test_reachable_exact_targets_are_accepted() -> None:
+    assert rules_from_spec({"preset": "block", "game_end": "exact", "target": 60}, 2).exact
+    assert rules_from_spec({"preset": "fives-and-threes", "target": 7}, 2).target == 7
+    assert rules_from_spec({"preset": "all-fives", "game_end": "exact", "scale": 5,
+                            "target": 61}, 2).target == 61
