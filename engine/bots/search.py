@@ -81,7 +81,8 @@ def search_move(
     rng = random.Random(seed)
     sums = [0.0] * len(candidates)
     done = 0
-    slowest = 0.0
+    rollouts = 0
+    spent = 0.0
     while done < samples:
         deal = sample_deal(knowledge, rng)
         values = []
@@ -90,8 +91,11 @@ def search_move(
             t0 = time.perf_counter()
             values.append(evaluate(knowledge, sim, list(deal.hands), list(deal.boneyard)))
             t1 = time.perf_counter()
-            slowest = max(slowest, t1 - t0)
-            if done and t1 + slowest > deadline:
+            rollouts += 1
+            spent += t1 - t0
+            # Stop before a playout that would likely end past the deadline; a partial
+            # deal is dropped so every candidate has seen the same deals.
+            if done and t1 + spent / rollouts > deadline:
                 out_of_time = True
                 break
         if out_of_time:
@@ -100,7 +104,7 @@ def search_move(
         for i, v in enumerate(values):
             sums[i] += weight * v
         done += 1
-        if time.perf_counter() + slowest * len(candidates) > deadline:
+        if time.perf_counter() + len(candidates) * spent / rollouts > deadline:
             break
     best = max(range(len(candidates)), key=lambda i: (sums[i], -i))
     return candidates[best][0]
