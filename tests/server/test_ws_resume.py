@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 
 from tests.server.conftest import FAST
@@ -126,3 +128,48 @@ async def test_two_processes_on_one_redis_serve_one_table(redis_url: str) -> Non
         assert a.socket.close_code == 4000
         for client in (a2, b, watch_one, watch_two):
             await client.close()
+
+
+async def test_sigterm_closes_sockets_with_1001_and_every_table_resumes(redis_url: str) -> None:
+    server = ServiceProcess(redis_url, env=FAST).start()
+    try:
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            table = await create_table(http, rules=RULES, players=2)
+            tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
+        players = [await GameClient.connect(server.ws_url) for _ in range(2)]
+        for client, token in zip(players, tokens, strict=True):
+            await client.hello(table, token)
+        await play_to_end(dict(enumerate(players)), [], stop_after=4)
+        held = [(p.v, p.doc) for p in players]
+        await asyncio.to_thread(server.stop)
+        for client in players:
+            await client.socket.wait_closed()
+            assert client.socket.close_code == 1001
+        server.start()
+        again = [await GameClient.connect(server.ws_url) for _ in range(2)]
+        for client, token, (v, doc) in zip(again, tokens, held, strict=True):
+            welcome = await client.hello(table, token, since=v, doc=doc)
+            assert welcome["v"] == v  # nothing was lost, nothing happened while away
+        await play_to_end(dict(enumerate(again)), [])
+        assert again[0].game["game_over"] is True
+        await GameClient.close_all()
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def test_recent_chat_is_replayed_to_a_new_connection(
+    service: ServiceProcess, http: httpx.AsyncClient
+) -> None:
+    table = await create_table(http, players=2)
+    token = await join(http, table, 0, "ann")
+    ann = await GameClient.connect(service.ws_url)
+    await ann.hello(table, token)
+    for text in ("hi", "anyone?", "gg"):
+        await ann.send({"t": "chat", "text": text})
+        echo = await ann.recv_until("chat", text=text)
+        assert (echo["seat"], echo["name"]) == (0, "ann")
+    watcher = await GameClient.connect(service.ws_url)
+    await watcher.hello(table)
+    replayed = [await watcher.recv_until("chat") for _ in range(3)]
+    assert [m["text"] for m in replayed] == ["hi", "anyone?", "gg"]
+    assert all(set(m) == {"t", "seat", "name", "text", "ts"} for m in replayed)
