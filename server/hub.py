@@ -91,7 +91,14 @@ class Hub:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Read pub/sub and refresh presence until `stop` is set."""
-        await self.pubsub.subscribe(PROCESS_CHANNEL)
+        while not stop.is_set():  # Redis may still be down while the process starts
+            try:
+                await self.pubsub.subscribe(PROCESS_CHANNEL)
+                break
+            except (RedisError, OSError) as exc:
+                self._redis_error(exc, None)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.5)
         async with asyncio.TaskGroup() as group:
             self._group = group
             reader = group.create_task(self._guarded(self._read_loop()))
