@@ -10,6 +10,7 @@ once, every acknowledged move is still there, and nobody sees a gap.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import httpx
 import pytest
@@ -123,8 +124,16 @@ async def test_a_server_started_while_redis_is_down_serves_fully_once_it_is_up(
     own_redis.stop()
     server = ServiceProcess(own_redis.url, env=FAST)
     starting = asyncio.create_task(asyncio.to_thread(server.start, 40.0))
-    await asyncio.sleep(2.0)
-    assert not starting.done()  # not healthy without Redis
+    async with httpx.AsyncClient(base_url=server.url, timeout=2) as http:
+        for _ in range(400):  # until the process answers (503: up, without Redis)
+            with contextlib.suppress(httpx.HTTPError):
+                if (await http.get("/healthz")).status_code == 503:
+                    break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the service did not come up without Redis")
+    await asyncio.sleep(1.0)  # its background loops meet a Redis that is down
+    assert not starting.done()
     await asyncio.to_thread(own_redis.start)
     await starting
     try:
