@@ -32,7 +32,6 @@ import httpx
 import msgpack
 import websockets
 
-from server.diff import apply_ops
 from server.redis_embedded import RedisProcess, free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -75,8 +74,11 @@ class Server:
             if profile is not None:
                 command = [sys.executable, "-c", PROFILED, str(profile)]
             self.proc = subprocess.Popen(command, cwd=REPO, env=full_env, stdout=out, stderr=out)
-        self.base_rss_kb = 0
+        self.base_rss_kb = 0  # before the websockets connect (tables already made)
+        self.connected_rss_kb = 0  # once every websocket has its snapshot
         self.peak_rss_kb = 0
+        self.ack_q = (float("nan"), float("nan"))
+        self.fanout_q = (float("nan"), float("nan"))
 
     def cpu_s(self) -> float:
         """User + system CPU seconds used by the server process so far."""
@@ -115,6 +117,29 @@ class Server:
 
 
 # ---- clients -----------------------------------------------------------------------------------
+
+
+def apply_in_place(doc: Any, ops: list[Any]) -> Any:
+    """The protocol's diff ops applied to `doc` in place (server.diff.apply_ops copies first,
+    which is the safe choice for a UI but too slow for thousands of clients in one process)."""
+    for op in ops:
+        kind, path = op[0], op[1]
+        if kind == "=" and not path:
+            doc = op[2]
+            continue
+        node = doc
+        for key in path[:-1]:
+            node = node[key]
+        last = path[-1] if path else None
+        if kind == "=":
+            node[last] = op[2]
+        elif kind == "+":
+            node[last].extend(op[2])
+        elif kind == "-":
+            del node[last]
+        elif kind == "~":
+            del node[last][op[2]:]
+    return doc
 
 
 @dataclass
@@ -160,7 +185,7 @@ class Client:
                 if kind == "diff":
                     if self.doc is None or message["v"] != self.v + 1:
                         continue
-                    self.doc = apply_ops(self.doc, message["ops"])
+                    self.doc = apply_in_place(self.doc, message["ops"])
                     self.v = message["v"]
                     if any(e.get("type") == "play" for e in message["ev"]):
                         stats.play_bytes.append(len(data))
@@ -249,6 +274,23 @@ class Table:
             await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
 
 
+def histogram_quantiles(text: str, name: str) -> tuple[float, float]:
+    """p50 and p99 (bucket upper bounds, ms) of a Prometheus histogram in /metrics text."""
+    buckets: list[tuple[float, float]] = []
+    for line in text.splitlines():
+        if line.startswith(name + "_bucket{"):
+            bound = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float("inf") if bound == "+Inf" else float(bound),
+                            float(line.rsplit(" ", 1)[1])))
+    if not buckets or buckets[-1][1] == 0:
+        return float("nan"), float("nan")
+    total = buckets[-1][1]
+    found = []
+    for q in (0.5, 0.99):
+        found.append(next(b for b, count in buckets if count >= q * total) * 1000)
+    return found[0], found[1]
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -326,14 +368,18 @@ async def run(args: argparse.Namespace) -> None:
             async with connect_sem:
                 await client.connect(servers[n % len(servers)].ws_url)
 
+        for server in servers:
+            server.base_rss_kb = server.rss_kb()
         started = time.perf_counter()
         await asyncio.gather(*(connect(c, k + i) for i, c in enumerate(clients)))
         readers = [asyncio.create_task(c.read()) for c in clients]
         await asyncio.gather(*(c.ready.wait() for c in clients))
         print(f"{len(clients)} connections ready in {time.perf_counter() - started:.1f}s",
               flush=True)
+        await asyncio.sleep(0.5)
         for server in servers:
-            server.peak_rss_kb = max(server.peak_rss_kb, server.rss_kb())
+            server.connected_rss_kb = server.rss_kb()
+            server.peak_rss_kb = max(server.peak_rss_kb, server.connected_rss_kb)
 
         async def sample_rss() -> None:
             while True:
@@ -359,6 +405,11 @@ async def run(args: argparse.Namespace) -> None:
             await c.socket.close()
         for reader in readers:
             reader.cancel()
+        async with httpx.AsyncClient() as http:
+            for server in servers:
+                text = (await http.get(server.url + "/metrics")).text
+                server.ack_q = histogram_quantiles(text, "dominoes_ack_seconds")
+                server.fanout_q = histogram_quantiles(text, "dominoes_fanout_seconds")
         report(args, stats, crowd_stats, servers, len(clients), elapsed)
         print(f"server logs: {tmp}")
     finally:
@@ -370,7 +421,7 @@ async def run(args: argparse.Namespace) -> None:
 
 def report(args: argparse.Namespace, stats: Stats, crowd: Stats, servers: list[Server],
            connections: int, elapsed: float) -> None:
-    rss_growth = sum(max(0, s.peak_rss_kb - s.base_rss_kb) for s in servers)
+    rss_growth = sum(max(0, s.connected_rss_kb - s.base_rss_kb) for s in servers)
     per_conn_kb = rss_growth / max(1, connections)
     bytes_median = statistics.median(stats.play_bytes) if stats.play_bytes else float("nan")
     figures = {
@@ -395,11 +446,17 @@ def report(args: argparse.Namespace, stats: Stats, crowd: Stats, servers: list[S
           f"{figures['ack_p99_ms']:.2f} ms")
     print(f"move -> all diffs p50 / p99:      {figures['fanout_p50_ms']:.2f} / "
           f"{figures['fanout_p99_ms']:.2f} ms")
+    for n, server in enumerate(servers):
+        print(f"server {n} own histograms (bucket bounds) p50 / p99: ack "
+              f"<= {server.ack_q[0]:g} / <= {server.ack_q[1]:g} ms, fan-out "
+              f"<= {server.fanout_q[0]:g} / <= {server.fanout_q[1]:g} ms")
     print(f"bytes per diff (play, median):    {bytes_median:.0f} B payload "
           f"({bytes_median + 2:.0f} B with the websocket header)")
-    print("server RSS peak / baseline:       " + ", ".join(
-        f"{s.peak_rss_kb / 1024:.1f} / {s.base_rss_kb / 1024:.1f} MiB" for s in servers))
-    print(f"RSS growth per connection:        {per_conn_kb:.1f} KB ({connections} connections)")
+    print("server RSS before sockets / with sockets / peak: " + ", ".join(
+        f"{s.base_rss_kb / 1024:.1f} / {s.connected_rss_kb / 1024:.1f} / "
+        f"{s.peak_rss_kb / 1024:.1f} MiB" for s in servers))
+    print(f"RSS growth per connection:        {per_conn_kb:.1f} KB ({connections} connections, "
+          "measured from before the first websocket to all of them holding a snapshot)")
     if crowd.fanout_ms or crowd.crowd_ms:
         figures["crowd_p99_ms"] = pct(crowd.crowd_ms, 0.99)
         print(f"crowd ({args.crowd} spectators) move -> all p50 / p99: "
