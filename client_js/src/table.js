@@ -125,6 +125,21 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
       ui.seenRounds = state.doc?.game?.rounds?.length ?? ui.seenRounds;
       render();
     },
+    async leave() {
+      const mine = savedSeat(id);
+      if (!mine) return;
+      try {
+        await api.leave(id, mine.token);
+      } catch (e) {
+        if (e.code !== "bad_token") {
+          ui.joinError = e.message;
+          render();
+          return;
+        }
+      }
+      forgetSeat(id);
+      connect();
+    },
     async join(seat, name) {
       const who = (name ?? ui.name ?? "").trim() || "player";
       setPlayerName(who);

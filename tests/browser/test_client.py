@@ -365,6 +365,12 @@ def test_a_private_table_is_joined_through_its_invite_link(
     shots(host, "10-private-waiting-room")
     invite_url = link.input_value()
 
+    # leaving frees the seat; sitting down again takes it back
+    host.locator('[data-action="leave"]').click()
+    expect(host.locator(".table-page")).to_have_attribute("data-seat", "spectator")
+    expect(host.locator('.waiting button[data-seat="0"]')).to_be_visible()
+    sit(host, 0, "eve")
+
     # not listed in the lobby
     lobby = browser.new_context().new_page()
     lobby.goto(f"{service.url}/#/")

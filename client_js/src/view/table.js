@@ -114,7 +114,7 @@ export class TableView {
       () => this.drawButtons(state, ui));
     this.region("notice", [state.rejected, state.error, state.conn],
       () => this.drawNotice(state));
-    this.region("scores", [game?.scores, game?.sides, table?.seats, game?.rules, game?.round],
+    this.region("scores", [game?.scores, game?.sides, table?.seats, game?.rules, game?.round, state.seat],
       () => this.drawScores(game, table));
     this.region("history", [game?.history, table?.seats], () => this.drawHistory(game, table));
     this.region("chat", [state.chat], () => this.drawChat(state.chat));
@@ -154,7 +154,9 @@ export class TableView {
           el("button", { type: "button", class: "ghost", onclick: (e) => copyText(invite, e.target) },
             "Copy"))) : null,
       state.seat !== null
-        ? el("p", { class: "muted" }, `You sit at seat ${state.seat + 1}. The game starts when every seat is taken.`)
+        ? el("p", { class: "muted" }, `You sit at seat ${state.seat + 1}. The game starts when every seat is taken. `,
+          el("button", { type: "button", class: "ghost", "data-action": "leave",
+            onclick: () => this.actions.leave() }, "Leave the seat"))
         : null);
   }
 
@@ -335,7 +337,11 @@ export class TableView {
         el("span", {}, side.map((s) => this.seatName(table, s)).join(" & ")),
         el("strong", {}, game.scores?.[k] ?? 0)))),
       game.rules?.scale > 1
-        ? el("p", { class: "muted unit" }, `Scores in points of ${game.rules.scale} pips`) : null);
+        ? el("p", { class: "muted unit" }, `Scores in points of ${game.rules.scale} pips`) : null,
+      this.last?.[0]?.seat !== null && !game.game_over
+        ? el("button", { type: "button", class: "ghost leave", onclick: () => {
+          if (confirm("Leave the game? A bot takes your seat.")) this.actions.leave();
+        } }, "Leave the game") : null);
   }
 
   drawHistory(game, table) {
