@@ -4,6 +4,8 @@
 - ``service``: ``python -m server`` on a free port over the test Redis (tests/support/servers.py).
 - ``browser``: one Chromium per module through the sync Playwright API (no asyncio here).
 - ``shots``: a function saving a page screenshot under artifacts/screenshots/.
+- ``new_page(browser, **context_options)``: a page in a fresh context (own localStorage);
+  every uncaught page error fails the test, and the contexts are closed after it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
 from tests.support.servers import ServiceProcess
 
@@ -53,6 +55,27 @@ def browser() -> Iterator[Browser]:
             yield b
         finally:
             b.close()
+
+
+_opened: list[BrowserContext] = []
+_page_errors: list[str] = []
+
+
+def new_page(browser: Browser, **options: Any) -> Page:
+    context = browser.new_context(**options)
+    _opened.append(context)
+    page = context.new_page()
+    page.on("pageerror", lambda error: _page_errors.append(f"{page.url}: {error}"))
+    return page
+
+
+@pytest.fixture(autouse=True)
+def no_page_errors() -> Iterator[None]:
+    _page_errors.clear()
+    yield
+    while _opened:
+        _opened.pop().close()
+    assert _page_errors == [], "uncaught errors in the page"
 
 
 @pytest.fixture

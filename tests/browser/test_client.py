@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.browser.conftest import post_json
+from tests.browser.conftest import new_page, post_json
 from tests.support.servers import ServiceProcess
 
 pytestmark = pytest.mark.browser
@@ -99,8 +100,8 @@ def board_tiles(page: Page) -> list[tuple[str, str]]:
     ]
 
 
-def open_table(browser: Browser, url: str, table: str, **context: object) -> Page:
-    page = browser.new_context(**context).new_page()  # type: ignore[arg-type]
+def open_table(browser: Browser, url: str, table: str, **context: Any) -> Page:
+    page = new_page(browser, **context)
     page.goto(f"{url}/#/t/{table}")
     return page
 
@@ -225,7 +226,7 @@ def create_against_bot_from_lobby(page: Page, url: str, clock: str = "none") -> 
 def test_a_table_against_a_bot_created_from_the_lobby(
     browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
 ) -> None:
-    page = browser.new_context(viewport={"width": 1280, "height": 860}).new_page()
+    page = new_page(browser, viewport={"width": 1280, "height": 860})
     page.goto(f"{service.url}/#/")
     expect(page.locator("form.create-form")).to_be_visible()
     shots(page, "00-lobby")
@@ -252,10 +253,10 @@ def test_a_table_against_a_bot_created_from_the_lobby(
 def test_a_360_pixel_wide_page_is_playable(
     browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
 ) -> None:
-    page = browser.new_context(
-        viewport={"width": 360, "height": 740}, device_scale_factor=2, is_mobile=True,
+    page = new_page(
+        browser, viewport={"width": 360, "height": 740}, device_scale_factor=2, is_mobile=True,
         has_touch=True,
-    ).new_page()
+    )
     create_against_bot_from_lobby(page, service.url, clock="realtime")
     # the seat to move shows its turn clock counting down from the document's deadline
     expect(page.locator(".seat-chip.turn .clock")).to_have_text(re.compile(r"\d+:\d\d"))
@@ -352,7 +353,7 @@ def test_a_game_played_by_keyboard_ends_and_replays_move_by_move(
 def test_a_private_table_is_joined_through_its_invite_link(
     browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
 ) -> None:
-    host = browser.new_context(viewport={"width": 1000, "height": 760}).new_page()
+    host = new_page(browser, viewport={"width": 1000, "height": 760})
     host.goto(f"{service.url}/#/")
     form = host.locator("form.create-form")
     form.locator("input[name=player]").fill("eve")
@@ -372,12 +373,12 @@ def test_a_private_table_is_joined_through_its_invite_link(
     sit(host, 0, "eve")
 
     # not listed in the lobby
-    lobby = browser.new_context().new_page()
+    lobby = new_page(browser)
     lobby.goto(f"{service.url}/#/")
     expect(lobby.locator(".table-list")).not_to_contain_text("Loading")
     expect(lobby.locator(".table-list")).not_to_contain_text("Secret fives")
 
-    guest = browser.new_context(viewport={"width": 1000, "height": 760}).new_page()
+    guest = new_page(browser, viewport={"width": 1000, "height": 760})
     guest.goto(invite_url)
     sit(guest, 1, "fay")
     for page in (host, guest):

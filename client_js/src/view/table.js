@@ -82,6 +82,7 @@ export class TableView {
   }
 
   destroy() {
+    document.title = "All Fives";
     this.resize.disconnect();
     clearInterval(this.clockTimer);
   }
@@ -103,6 +104,8 @@ export class TableView {
     this.page.dataset.v = state.v ?? "";
     this.page.classList.toggle("spectator", state.seat === null);
     this.page.classList.toggle("my-turn", canMove(state));
+    const name = table?.name ? `${table.name} · All Fives` : "All Fives";
+    document.title = canMove(state) ? `● Your turn · ${name}` : name;
     this.region("waiting", [table, game, ui.joinError], () => this.drawWaiting(table, game, state, ui));
     this.region("seats", [table, game, state.presence, state.seat], () => this.drawSeats(state));
     this.region("board", [game?.layout, ui.selected, state.pending],
