@@ -7,9 +7,9 @@
  */
 import { playsByTile, canMove } from "../store.js";
 import { boardSvg, boxFor } from "./board.js";
-import { el, esc, fill, formatClock, seatLabel } from "./dom.js";
+import { el, fill, formatClock, seatLabel } from "./dom.js";
 import { tileBack, uprightTile } from "./tiles.js";
-import { roundSummary } from "./summary.js";
+import { drawDialog, drawWaitingRoom } from "./dialogs.js";
 
 const MOVE_WORDS = {
   not_your_turn: "It is not your turn.",
@@ -131,36 +131,8 @@ export class TableView {
   }
 
   drawWaiting(table, game, state, ui) {
-    const w = this.dom.waiting;
-    w.hidden = !(table && table.status === "waiting" && !game);
-    if (w.hidden) return;
-    const seats = table.seats ?? [];
-    const canJoin = state.seat === null;
-    const invite = ui.invite ? `${location.origin}${location.pathname}#/t/${table.id}?invite=${encodeURIComponent(ui.invite)}` : null;
-    fill(w,
-      el("h2", {}, table.name || "Table"),
-      el("p", {}, "Waiting for players…"),
-      el("ul", { class: "waiting-seats" }, seats.map((s, i) => el("li", {},
-        el("span", {}, `Seat ${i + 1}: `, s.taken ? this.seatName(table, i) : "free"),
-        !s.taken && canJoin
-          ? el("button", { type: "button", class: "primary", "data-seat": i,
-            onclick: () => this.actions.join(i, w.querySelector("input[name=player]")?.value) },
-          "Sit here")
-          : null))),
-      canJoin ? el("label", { class: "field" }, el("span", {}, "Your name"),
-        el("input", { name: "player", maxlength: 24, value: ui.name ?? "" })) : null,
-      ui.joinError ? el("p", { class: "form-error" }, ui.joinError) : null,
-      invite ? el("p", { class: "invite" }, "Invite link (the table is private): ",
-        el("span", { class: "invite-row" },
-          el("input", { readonly: true, value: invite, class: "invite-link", "aria-label": "invite link",
-            onfocus: (e) => e.target.select() }),
-          el("button", { type: "button", class: "ghost", onclick: (e) => copyText(invite, e.target) },
-            "Copy"))) : null,
-      state.seat !== null
-        ? el("p", { class: "muted" }, `You sit at seat ${state.seat + 1}. The game starts when every seat is taken. `,
-          el("button", { type: "button", class: "ghost", "data-action": "leave",
-            onclick: () => this.actions.leave() }, "Leave the seat"))
-        : null);
+    const name = (s) => this.seatName(table, s);
+    drawWaitingRoom(this.dom.waiting, { table, game, state, ui, actions: this.actions, name });
   }
 
   drawSeats(state) {
@@ -361,36 +333,7 @@ export class TableView {
   }
 
   drawOverlay(game, table, ui, state) {
-    const o = this.dom.overlay;
-    const rounds = game?.rounds ?? [];
-    const name = (s) => this.seatName(table, s);
-    const result = table?.result ?? null;
-    if (game?.game_over || (game && table?.status === "finished")) {
-      const w = game.game_over ? game.winner : result?.winner ?? null;
-      const how = result?.reason === "forfeit" && result.seat !== undefined
-        ? `<p class="reason">${esc(name(result.seat))} ran out of time and forfeited.</p>` : "";
-      const sideNames = w === null || w === undefined ? "Nobody" : (game.sides[w] ?? []).map(name).join(" & ");
-      const mine = state.seat !== null && game.sides[w]?.includes(state.seat);
-      o.hidden = false;
-      o.innerHTML = `<div class="dialog game-over" role="dialog" aria-label="game over">
-<h2>${mine ? "You win!" : "Game over"}</h2>${how}<p class="winner">${esc(sideNames)} ${w === null ? "" : "won"}</p>
-<ul class="final final-scores">${game.sides.map((side, k) => `<li><span>${esc(side.map(name).join(" & "))}</span><strong>${game.scores[k]}</strong></li>`).join("")}</ul>
-${rounds.length ? roundSummary(rounds.at(-1), rounds.length - 1, game, name) : ""}
-<p class="dialog-actions"><a class="button primary" href="#/replay/${esc(table?.id)}">Watch the replay</a>
-<a class="button ghost" href="#/">Lobby</a></p></div>`;
-      return;
-    }
-    if (ui.seenRounds === null || rounds.length <= ui.seenRounds) {
-      o.hidden = true;
-      o.innerHTML = "";
-      return;
-    }
-    const k = rounds.length - 1;
-    o.hidden = false;
-    o.innerHTML = `<div class="dialog" role="dialog" aria-label="hand summary">
-${roundSummary(rounds[k], k, game, name)}
-<p class="dialog-actions"><button type="button" class="primary" data-dismiss>Next hand</button></p></div>`;
-    o.querySelector("[data-dismiss]")?.focus();
+    drawDialog(this.dom.overlay, { game, table, ui, state, name: (s) => this.seatName(table, s) });
   }
 
   /** Updates the countdown of the seat to move from the document's clock deadline. */
@@ -426,11 +369,4 @@ function describeMove(m, table, view) {
   const on = m.on ? ` on ${m.on}` : "";
   const score = m.points > 0 ? ` · +${m.points}` : "";
   return `${who} played ${m.play}${on} · ends ${m.end_total}${score}`;
-}
-
-function copyText(text, button) {
-  const done = () => {
-    button.textContent = "Copied";
-  };
-  if (navigator.clipboard?.writeText) navigator.clipboard.writeText(text).then(done, () => {});
 }

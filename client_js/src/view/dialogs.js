@@ -1,0 +1,85 @@
+/**
+ * The table's two rooms around the game: the waiting room (seats to take, the player's
+ * name, the invite link of a private table) and the dialogs over the felt (a finished
+ * hand's summary, the game-over screen). Draw only; intents go to `actions`.
+ */
+import { el, esc, fill } from "./dom.js";
+import { roundSummary } from "./summary.js";
+
+/** Fills the waiting room `w`; hidden unless the table waits for players. */
+export function drawWaitingRoom(w, { table, game, state, ui, actions, name }) {
+  w.hidden = !(table && table.status === "waiting" && !game);
+  if (w.hidden) return;
+  const seats = table.seats ?? [];
+  const canJoin = state.seat === null;
+  const invite = ui.invite
+    ? `${location.origin}${location.pathname}#/t/${table.id}?invite=${encodeURIComponent(ui.invite)}`
+    : null;
+  fill(w,
+    el("h2", {}, table.name || "Table"),
+    el("p", {}, "Waiting for players…"),
+    el("ul", { class: "waiting-seats" }, seats.map((s, i) => el("li", {},
+      el("span", {}, `Seat ${i + 1}: `, s.taken ? name(i) : "free"),
+      !s.taken && canJoin
+        ? el("button", { type: "button", class: "primary", "data-seat": i,
+          onclick: () => actions.join(i, w.querySelector("input[name=player]")?.value) },
+        "Sit here")
+        : null))),
+    canJoin ? el("label", { class: "field" }, el("span", {}, "Your name"),
+      el("input", { name: "player", maxlength: 24, value: ui.name ?? "" })) : null,
+    ui.joinError ? el("p", { class: "form-error" }, ui.joinError) : null,
+    invite ? el("p", { class: "invite" }, "Invite link (the table is private): ",
+      el("span", { class: "invite-row" },
+        el("input", { readonly: true, value: invite, class: "invite-link", "aria-label": "invite link",
+          onfocus: (e) => e.target.select() }),
+        el("button", { type: "button", class: "ghost", onclick: (e) => copyText(invite, e.target) },
+          "Copy"))) : null,
+    state.seat !== null
+      ? el("p", { class: "muted" },
+        `You sit at seat ${state.seat + 1}. The game starts when every seat is taken. `,
+        el("button", { type: "button", class: "ghost", "data-action": "leave",
+          onclick: () => actions.leave() }, "Leave the seat"))
+      : null);
+}
+
+/** Shows the game-over screen, or the summary of a hand not yet seen, in overlay `o`. */
+export function drawDialog(o, { game, table, ui, state, name }) {
+  const rounds = game?.rounds ?? [];
+  const result = table?.result ?? null;
+  if (game?.game_over || (game && table?.status === "finished")) {
+    const w = game.game_over ? game.winner : result?.winner ?? null;
+    const how = result?.reason === "forfeit" && result.seat !== undefined
+      ? `<p class="reason">${esc(name(result.seat))} ran out of time and forfeited.</p>` : "";
+    const winners = w === null || w === undefined ? null : (game.sides[w] ?? []).map(name).join(" & ");
+    const mine = state.seat !== null && Boolean(game.sides[w]?.includes(state.seat));
+    const scores = game.sides.map((side, k) =>
+      `<li><span>${esc(side.map(name).join(" & "))}</span><strong>${game.scores[k]}</strong></li>`).join("");
+    o.hidden = false;
+    o.innerHTML = `<div class="dialog game-over" role="dialog" aria-label="game over">
+<h2>${mine ? "You win!" : "Game over"}</h2>${how}
+<p class="winner">${winners === null ? "No winner" : `${esc(winners)} won`}</p>
+<ul class="final final-scores">${scores}</ul>
+${rounds.length ? roundSummary(rounds.at(-1), rounds.length - 1, game, name) : ""}
+<p class="dialog-actions"><a class="button primary" href="#/replay/${esc(table?.id)}">Watch the replay</a>
+<a class="button ghost" href="#/">Lobby</a></p></div>`;
+    return;
+  }
+  if (ui.seenRounds === null || rounds.length <= ui.seenRounds) {
+    o.hidden = true;
+    o.innerHTML = "";
+    return;
+  }
+  const k = rounds.length - 1;
+  o.hidden = false;
+  o.innerHTML = `<div class="dialog" role="dialog" aria-label="hand summary">
+${roundSummary(rounds[k], k, game, name)}
+<p class="dialog-actions"><button type="button" class="primary" data-dismiss>Next hand</button></p></div>`;
+  o.querySelector("[data-dismiss]")?.focus();
+}
+
+function copyText(text, button) {
+  const done = () => {
+    button.textContent = "Copied";
+  };
+  if (navigator.clipboard?.writeText) navigator.clipboard.writeText(text).then(done, () => {});
+}
