@@ -111,7 +111,7 @@ export class TableView {
     this.region("board", [game?.layout, ui.selected, state.pending],
       () => this.drawBoard(game, ui));
     this.region("info", [game, state.ev], () => this.drawInfo(game, table));
-    this.region("hand", [game?.hand, game?.legal, ui.selected, state.pending, state.seat],
+    this.region("hand", [game?.hand, game?.legal, ui.selected, state.pending, state.seat, state.ev],
       () => this.drawHand(state, ui));
     this.region("buttons", [game?.legal, ui.selected, state.pending, state.seat, game?.turn],
       () => this.drawButtons(state, ui));
@@ -210,9 +210,11 @@ export class TableView {
     const focused = document.activeElement?.closest?.(".hand button")?.dataset.tile;
     const plays = playsByTile(game);
     const mine = canMove(state);
+    const drawn = new Set((state.ev ?? []).filter((e) => e.type === "draw" && e.tile).map((e) => e.tile));
     fill(h, ...hand.map((tile, i) => {
       const playable = mine && tile in plays;
-      const cls = `hand-tile${playable ? " playable" : ""}${ui.selected === tile ? " selected" : ""}`;
+      const cls = `hand-tile${playable ? " playable" : ""}${ui.selected === tile ? " selected" : ""}${
+        drawn.has(tile) ? " drawn" : ""}`;
       return el("button", {
         type: "button", class: cls, "data-tile": tile, tabindex: i === 0 ? 0 : -1,
         "aria-pressed": ui.selected === tile ? "true" : "false",
