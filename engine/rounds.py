@@ -20,10 +20,19 @@ from engine.state import (
     HandResult,
     LogEntry,
     RoundRecord,
-    Table,
     make_state,
+    make_table,
 )
-from engine.tiles import HIGH, IS_DOUBLE, NAMES, PIPS, Tile, mask_pips, mask_tiles
+from engine.tiles import (
+    HIGH,
+    IS_DOUBLE,
+    NAMES,
+    PIPS,
+    Tile,
+    hand_mask,
+    mask_pips,
+    mask_tile_tuple,
+)
 
 Event = dict[str, object]
 
@@ -33,19 +42,28 @@ def round_rng(seed: int, rnd: int) -> random.Random:
     return random.Random(f"dominoes/{seed}/{rnd}")
 
 
-def seat_sides(rules: Rules) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+Sides = tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]
+_SIDES: dict[int, Sides] = {
+    players: (tuple((s,) for s in range(players)), tuple(range(players))) for players in (2, 3, 4)
+}
+_PARTNERS: Sides = (((0, 2), (1, 3)), (0, 1, 0, 1))
+
+
+def seat_sides(rules: Rules) -> Sides:
     """(sides, side_of): partnerships pair seats 0+2 and 1+3, else each seat is a side."""
-    if rules.partnerships:
-        return ((0, 2), (1, 3)), (0, 1, 0, 1)
-    return tuple((s,) for s in range(rules.players)), tuple(range(rules.players))
+    return _PARTNERS if rules.partnerships else _SIDES[rules.players]
+
+
+_SWAPS = tuple((i, i + 1) for i in range(27, 0, -1))
+"""Fisher-Yates steps: (position, how many tiles are still to choose from)."""
 
 
 def deal(rules: Rules, rng: random.Random) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
     """Shuffle the set and deal `hand_size` tiles to each seat; the rest is the boneyard."""
     tiles = list(range(28))
     rand = rng.random
-    for i in range(27, 0, -1):  # Fisher-Yates on random() (as random.shuffle once did)
-        j = int(rand() * (i + 1))
+    for i, size in _SWAPS:  # Fisher-Yates on random() (as random.shuffle once did)
+        j = int(rand() * size)
         tiles[i], tiles[j] = tiles[j], tiles[i]
     n = rules.hand_size
     hands = tuple(tuple(tiles[i * n:(i + 1) * n]) for i in range(rules.players))
@@ -81,24 +99,17 @@ def check_deal(
     return dealt, rest
 
 
-def _mask(tiles: Sequence[int]) -> int:
-    mask = 0
-    for t in tiles:
-        mask |= 1 << t
-    return mask
+_LEAD_ORDER = sorted(range(28), key=lambda t: (IS_DOUBLE[t], PIPS[t], HIGH[t], t), reverse=True)
+"""Tiles from the one that leads first under `highest_double` (highest double, then heaviest)."""
 
 
-def _heaviest_lead(hands: tuple[tuple[int, ...], ...]) -> tuple[int, int]:
+def _heaviest_lead(masks: tuple[int, ...]) -> tuple[int, int]:
     """(seat, tile): the holder of the highest double, else of the heaviest tile."""
-    best: tuple[int, int, int, int] | None = None
-    for seat, hand in enumerate(hands):
-        for t in hand:
-            key = (1 if IS_DOUBLE[t] else 0, PIPS[t], HIGH[t], t)
-            if best is None or key > best:
-                best = key
-                holder = seat
-    assert best is not None
-    return holder, best[3]
+    for tile in _LEAD_ORDER:
+        for seat, mask in enumerate(masks):
+            if mask >> tile & 1:
+                return seat, tile
+    raise ValueError("nobody holds a tile")
 
 
 def _double_leader(named: int, hands: tuple[tuple[int, ...], ...]) -> int:
@@ -115,7 +126,7 @@ def allowed_leaders(
 ) -> dict[int, int]:
     """Every seat that may lead this deal, with the tile it must lead (-1: any allowed)."""
     if rules.first_leader == "highest_double" and rnd == 0:
-        seat, tile = _heaviest_lead(hands)
+        seat, tile = _heaviest_lead(tuple(map(hand_mask, hands)))
         return {seat: tile}
     if rules.lead == "double":
         return {_double_leader(s, hands): -1 for s in lead_from}
@@ -135,28 +146,28 @@ def start_round(
     rng: random.Random | None = None,
 ) -> GameState:
     """A fresh round; `leader` None picks one the way chance and the rules say."""
-    options = allowed_leaders(rules, rnd, lead_from, deal_hands)
-    if leader is None:
-        if rules.first_leader == "highest_double" and rnd == 0:
-            leader = next(iter(options))
-        else:
-            named = lead_from[0]
-            if len(lead_from) > 1:
-                named = (rng or round_rng(seed, rnd)).choice(lead_from)
-            leader = _double_leader(named, deal_hands) if rules.lead == "double" else named
-    elif leader not in options:
-        allowed = ", ".join(str(s) for s in sorted(options))
-        raise InvalidTranscript(
-            "bad_leader", f"seat {leader} may not lead; the rules allow {allowed}"
-        )
+    masks = tuple(map(hand_mask, deal_hands))
+    lead_tile = -1
+    if leader is not None:
+        options = allowed_leaders(rules, rnd, lead_from, deal_hands)
+        if leader not in options:
+            allowed = ", ".join(str(s) for s in sorted(options))
+            raise InvalidTranscript(
+                "bad_leader", f"seat {leader} may not lead; the rules allow {allowed}"
+            )
+        lead_tile = options[leader]
+    elif rules.first_leader == "highest_double" and rnd == 0:
+        leader, lead_tile = _heaviest_lead(masks)
+    else:
+        leader = lead_from[0]
+        if len(lead_from) > 1:
+            leader = (rng or round_rng(seed, rnd)).choice(lead_from)
+        if rules.lead == "double":
+            leader = _double_leader(leader, deal_hands)
     sides, side_of = seat_sides(rules)
-    table = Table(
-        rules=rules, seed=seed, round=rnd, leader=leader, lead_from=lead_from,
-        lead_tile=options[leader], deal_hands=deal_hands, deal_boneyard=deal_boneyard,
-        past=past, game_over=False, winner=None, sides=sides, side_of=side_of,
-    )
-    return make_state(table, leader, scores, tuple(_mask(h) for h in deal_hands), deal_boneyard,
-                      (), (), ())
+    table = make_table(rules, seed, rnd, leader, lead_from, lead_tile, deal_hands, deal_boneyard,
+                       past, False, None, sides, side_of)
+    return make_state(table, leader, scores, masks, deal_boneyard, (), (), ())
 
 
 def deal_next_round(state: GameState) -> GameState:
@@ -278,26 +289,24 @@ def close_round(state: GameState, hands: tuple[int, ...], boneyard: tuple[int, .
                 events: list[Event]) -> GameState:
     """Record the finished round: the game's final state, or one between rounds (turn None)."""
     table = state.table
-    result = HandResult(
-        end=end, winner=winner, bonus=bonus, pips=pips,
-        hands=tuple(tuple(mask_tiles(m)) for m in hands), totals=scores,
-    )
+    held = tuple(map(mask_tile_tuple, hands))
+    result = HandResult(end, winner, bonus, pips, held, scores)
     record = RoundRecord(table.deal_hands, table.deal_boneyard, table.leader, log, result)
     past = (*table.past, record)
     events.append({
         "type": "hand_end", "round": table.round, "end": end, "winner": winner, "bonus": bonus,
-        "pips": list(pips), "hands": [[NAMES[t] for t in h] for h in result.hands],
+        "pips": list(pips), "hands": [list(map(NAMES.__getitem__, h)) for h in held],
         "totals": list(scores),
     })
     if game_winner is not None:
         events.append({"type": "game_end", "winner": game_winner, "totals": list(scores)})
         final = replace(table, past=past, game_over=True, winner=game_winner)
-        return GameState(final, None, scores, hands, boneyard, nodes, ends, log)
-    between = Table(
+        return make_state(final, None, scores, hands, boneyard, nodes, ends, log)
+    between = make_table(
         table.rules, table.seed, table.round, table.leader, next_lead, table.lead_tile,
         table.deal_hands, table.deal_boneyard, past, False, None, table.sides, table.side_of,
     )
-    return GameState(between, None, scores, hands, boneyard, nodes, ends, log)
+    return make_state(between, None, scores, hands, boneyard, nodes, ends, log)
 
 
 def may_draw(rules: Rules, boneyard: tuple[int, ...]) -> bool:

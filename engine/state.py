@@ -131,6 +131,9 @@ _set_boneyard = GameState.__dict__["boneyard_tiles"].__set__
 _set_nodes = GameState.__dict__["nodes"].__set__
 _set_ends = GameState.__dict__["ends"].__set__
 _set_log = GameState.__dict__["log"].__set__
+(_t_rules, _t_seed, _t_round, _t_leader, _t_lead_from, _t_lead_tile, _t_deal_hands,
+ _t_deal_boneyard, _t_past, _t_game_over, _t_winner, _t_sides, _t_side_of) = (
+    Table.__dict__[name].__set__ for name in Table.__slots__)
 
 
 def make_state(
@@ -148,3 +151,27 @@ def make_state(
     _set_ends(state, ends)
     _set_log(state, log)
     return state
+
+
+def make_table(
+    rules: Rules, seed: int, round: int, leader: int, lead_from: tuple[int, ...],
+    lead_tile: int, deal_hands: tuple[tuple[int, ...], ...], deal_boneyard: tuple[int, ...],
+    past: tuple[RoundRecord, ...], game_over: bool, winner: int | None,
+    sides: tuple[tuple[int, ...], ...], side_of: tuple[int, ...],
+) -> Table:
+    """`Table(...)` without the dataclass initialiser's per-field lookups (once or twice a hand)."""
+    table: Table = _new(Table)
+    _t_rules(table, rules)
+    _t_seed(table, seed)
+    _t_round(table, round)
+    _t_leader(table, leader)
+    _t_lead_from(table, lead_from)
+    _t_lead_tile(table, lead_tile)
+    _t_deal_hands(table, deal_hands)
+    _t_deal_boneyard(table, deal_boneyard)
+    _t_past(table, past)
+    _t_game_over(table, game_over)
+    _t_winner(table, winner)
+    _t_sides(table, sides)
+    _t_side_of(table, side_of)
+    return table

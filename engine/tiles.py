@@ -6,6 +6,7 @@ those indexes. Imports only `engine.errors`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.errors import InvalidNotation
@@ -79,6 +80,8 @@ VALUE_MASK: tuple[int, ...] = tuple(
     sum(1 << t.index for t in TILES if v in (t.high, t.low)) for v in range(7)
 )
 """VALUE_MASK[v]: the bitmask of the tiles showing pip value v on either half."""
+BIT: tuple[int, ...] = tuple(1 << i for i in range(28))
+"""BIT[i]: the bitmask of tile i alone."""
 
 
 def tile_index(text: object) -> int:
@@ -94,6 +97,16 @@ def mask_tiles(mask: int) -> list[int]:
         out.append(top)
         mask ^= 1 << top
     return out
+
+
+def mask_tile_tuple(mask: int) -> tuple[int, ...]:
+    """`mask_tiles` as a tuple."""
+    return tuple(mask_tiles(mask))
+
+
+def hand_mask(tiles: Iterable[int]) -> int:
+    """The bitmask of a collection of distinct tile indexes."""
+    return sum(map(BIT.__getitem__, tiles))
 
 
 def mask_pips(mask: int) -> int:
