@@ -48,7 +48,8 @@ class Metrics:
         self.resyncs = Counter("dominoes_resyncs", "Sync requests from clients", registry=r)
         self.send_queue_depth = Histogram(
             "dominoes_send_queue_depth",
-            "Frames waiting in a connection's send queue when a frame is queued",
+            "Frames waiting in a connection's send queue when a frame is queued (every backlog;"
+            " one idle frame in 16)",
             buckets=(0, 1, 2, 4, 8, 16, 32, 64, 128),
             registry=r,
         )
