@@ -61,6 +61,7 @@ class Robot:
         self.outstanding: Sent | None = None
         self.current_target = 0  # version the server announced in welcome
         self.socket: Any = None
+        self.url = ""  # the server of the current (or last) connection
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -121,7 +122,7 @@ class Robot:
     async def _session(self, url: str) -> None:
         async with websockets.connect(url, max_size=2**24, open_timeout=3,
                                       close_timeout=1) as socket:
-            self.socket = socket
+            self.socket, self.url = socket, url
             self.connections += 1
             await self._send(socket, {"t": "hello", "proto": 1, "table": self.table,
                                       "token": self.token, "since": self.v})
