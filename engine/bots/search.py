@@ -70,7 +70,9 @@ def search_move(
     and is the answer when there is nothing to search. With `infer`, each deal counts
     in proportion to how well it explains the other seats' past choices.
     """
-    deadline = started + think_ms / 1000.0
+    # Aim a tenth short of the budget: a busy machine can pause the process between
+    # the last check and the answer.
+    deadline = started + 0.9 * think_ms / 1000.0
     candidates: list[tuple[Move, SimMove]] = []
     for move in preference:
         sim = knowledge.sim_move(move)
