@@ -6,11 +6,14 @@
 import { placeLayout } from "./geometry.js";
 import { tileSvg } from "./tiles.js";
 
-/** The box arms must stay inside, in tile units, from the space the board has. */
+/**
+ * The box arms must stay inside, in tile units, from the board's size in pixels: a unit
+ * (half a tile) of 20 to 40 px, as many units as the board holds. The lead sits at its
+ * centre, so the board shows the box and arms turn at its edges.
+ */
 export function boxFor(width, height) {
-  const aspect = Math.max(0.5, Math.min(2.4, width / Math.max(1, height)));
-  const w = Math.max(10, Math.min(28, Math.round(16 * Math.sqrt(aspect))));
-  return { w, h: Math.max(12, Math.round(w / aspect)) };
+  const unit = Math.max(20, Math.min(40, width / 22));
+  return { w: Math.max(10, Math.floor(width / unit)), h: Math.max(12, Math.floor(height / unit)) };
 }
 
 /**
@@ -24,11 +27,13 @@ export function boardSvg(layout, {
     return `<p class="board-empty">${empty}</p>`;
   }
   const { nodes, bounds } = placeLayout(layout, box);
-  // never zoom in past the box's scale, so a short layout keeps tiles a sensible size
-  const w = Math.max(bounds.w + 1.2, box.w * 0.8);
-  const h = Math.max(bounds.h + 1.2, box.h * 0.8);
-  const view = [bounds.x + bounds.w / 2 - w / 2, bounds.y + bounds.h / 2 - h / 2, w, h]
-    .map((n) => n.toFixed(2)).join(" ");
+  // show the whole box (the lead in the middle), grown to whatever went past it
+  const pad = 0.5;
+  const x0 = Math.min(-box.w / 2, bounds.x - pad);
+  const y0 = Math.min(-box.h / 2, bounds.y - pad);
+  const x1 = Math.max(box.w / 2, bounds.x + bounds.w + pad);
+  const y1 = Math.max(box.h / 2, bounds.y + bounds.h + pad);
+  const view = [x0, y0, x1 - x0, y1 - y0].map((n) => n.toFixed(2)).join(" ");
   const tiles = nodes.map((n) => {
     const isCandidate = candidates.includes(n.tile);
     const cls = [n.index === last ? "last" : "", n.index === last && fresh ? "fresh" : "",

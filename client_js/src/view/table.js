@@ -186,11 +186,13 @@ export class TableView {
     const last = game.history?.at(-1);
     const scored = (this.last?.[0]?.ev ?? []).filter((e) => e.type === "play" && e.points > 0);
     const timeouts = (this.last?.[0]?.ev ?? []).filter((e) => e.type === "timeout");
-    for (const e of [...timeouts, ...scored]) {
-      const text = e.type === "timeout"
-        ? `${this.seatName(table, e.seat)}: time is up`
-        : `${this.seatName(table, e.seat)} +${e.points}`;
-      const pop = el("div", { class: "score-pop", "aria-hidden": "true" }, text);
+    const news = [...timeouts, ...scored].map((e) => (e.type === "timeout"
+      ? `${this.seatName(table, e.seat)}: time is up`
+      : `${this.seatName(table, e.seat)} +${e.points}`));
+    if (news.length) {
+      // one pop-up at a time: a newer one replaces the last
+      this.dom.board.parentElement.querySelectorAll(".score-pop").forEach((p) => p.remove());
+      const pop = el("div", { class: "score-pop", "aria-hidden": "true" }, news.join(" · "));
       pop.addEventListener("animationend", () => pop.remove());
       this.dom.board.parentElement.append(pop);
     }
