@@ -19,6 +19,8 @@ import asyncio
 import contextlib
 import os
 import random
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -203,13 +205,17 @@ class Client:
                     stats.errors += 1
         except websockets.ConnectionClosed:
             pass
+        finally:
+            for future in self.answers.values():
+                if not future.done():
+                    future.set_exception(websockets.ConnectionClosed(None, None))
 
     async def move(self, move: dict[str, Any], client_id: str) -> dict[str, Any]:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.answers[client_id] = future
         await self.socket.send(msgpack.packb(
             {"t": "move", "id": client_id, "v": self.v, "move": move}))
-        return await future
+        return await asyncio.wait_for(future, 30)
 
 
 class Table:
@@ -258,6 +264,9 @@ class Table:
             except websockets.ConnectionClosed as exc:
                 self.stats.errors += 1
                 self.stats.closed.append(str(exc))
+                return
+            except TimeoutError:
+                self.stats.errors += 1
                 return
             if answer["t"] == "accepted":
                 self.stats.ack_ms.append((time.perf_counter() - sent) * 1000)
@@ -417,6 +426,7 @@ async def run(args: argparse.Namespace) -> None:
             server.stop()
         if redis is not None:
             redis.stop()
+            shutil.rmtree(tmp / "redis", ignore_errors=True)
 
 
 def report(args: argparse.Namespace, stats: Stats, crowd: Stats, servers: list[Server],
@@ -497,6 +507,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(1)  # so that the servers and Redis started here are stopped
+
+    signal.signal(signal.SIGTERM, stop)
     asyncio.run(run(parse(argv)))
 
 

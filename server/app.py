@@ -63,11 +63,12 @@ def redis_client(url: str) -> aioredis.Redis:
             retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
         )
         return cluster  # type: ignore[return-value]  # same command API as Redis
-    # A plain pool (cheaper per command than the blocking one); the bound is far above what
-    # one process keeps busy, it only stops a runaway.
-    pool = aioredis.ConnectionPool.from_url(
+    # A bounded pool that makes a burst wait for a free connection instead of failing
+    # ("Too many connections") when hundreds of tables move at once.
+    pool = aioredis.BlockingConnectionPool.from_url(
         url,
-        max_connections=512,
+        max_connections=128,
+        timeout=10,
         decode_responses=False,
         socket_connect_timeout=2.0,
         health_check_interval=10,

@@ -58,6 +58,7 @@ class LocalTable:
     audiences: dict[str, set[Connection]] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     dirty: bool = False
+    force: bool = False  # fetch even if no notice says there is something new (resubscribed)
     pumping: bool = False
     announced: int = -1  # highest version announced by a notice
     noticed_at: float = 0.0
@@ -273,6 +274,8 @@ class Hub:
             if version > table.announced:
                 table.announced = version
                 table.noticed_at = time.perf_counter()
+        else:
+            table.force = True  # a (re)subscription: notices may have been missed meanwhile
         table.dirty = True
         if not table.pumping:
             table.pumping = True
@@ -293,18 +296,20 @@ class Hub:
                         break
                     failures += 1
                     table.dirty = True
+                    table.force = True
                     await asyncio.sleep(min(2.0, 0.1 * failures))
         finally:
             table.pumping = False
 
     async def _pump(self, table: LocalTable) -> None:
         todo: list[tuple[str, list[Connection], int]] = []
+        force, table.force = table.force, False
         for audience, conns in list(table.audiences.items()):
             live = [c for c in conns if c.closing is None]
             if not live:
                 continue
             low = min(c.version for c in live)
-            if table.announced >= 0 and low >= table.announced:
+            if not force and table.announced >= 0 and low >= table.announced:
                 continue
             todo.append((audience, live, low))
         if not todo:
