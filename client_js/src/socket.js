@@ -13,6 +13,7 @@ import { decode, encode } from "@msgpack/msgpack";
 export const PROTO = 1;
 const PING_EVERY_MS = 5000;
 const DEAD_AFTER_MS = 12000;
+const CONNECT_TIMEOUT_MS = 10000;
 const BACKOFF_BASE_MS = 300;
 const BACKOFF_MAX_MS = 8000;
 /** Close codes after which reconnecting cannot help. */
@@ -51,7 +52,7 @@ export class TableSocket {
     this.syncAsked = null;
     this.pingN = 0;
     this.lastHeard = 0;
-    this.timers = { ping: null, retry: null };
+    this.timers = { ping: null, retry: null, connect: null };
     this.onOnline = () => this.reconnectNow();
     this.onOffline = () => this.ws?.close();
     if (typeof window !== "undefined") {
@@ -92,6 +93,15 @@ export class TableSocket {
     };
     ws.onclose = (e) => this.closedBy(ws, e.code);
     ws.onerror = () => {};
+    // a connection attempt that hangs is given up and retried
+    clearTimeout(this.timers.connect);
+    this.timers.connect = setTimeout(() => {
+      if (ws === this.ws && ws.readyState !== WebSocket.OPEN) {
+        ws.onmessage = null;
+        ws.close();
+        this.closedBy(ws, 4999);
+      }
+    }, CONNECT_TIMEOUT_MS);
   }
 
   heartbeat() {
@@ -192,6 +202,7 @@ export class TableSocket {
     this.closed = true;
     clearInterval(this.timers.ping);
     clearTimeout(this.timers.retry);
+    clearTimeout(this.timers.connect);
     if (typeof window !== "undefined") {
       window.removeEventListener("online", this.onOnline);
       window.removeEventListener("offline", this.onOffline);

@@ -149,3 +149,13 @@ test("frames still arriving on a closed socket are ignored", () => {
   (onmessage ?? (() => {}))({ data: encode({ t: "snapshot", v: 3, doc: { v: 3 } }).slice().buffer });
   assert.deepEqual(got.map((m) => m.t), ["welcome"]);
 });
+
+test("a connection attempt that never opens is retried", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  start();
+  assert.equal(ScriptedWebSocket.made.length, 1);
+  t.mock.timers.tick(10000); // the attempt is given up...
+  assert.equal(statuses.at(-1)[0], "reconnecting");
+  t.mock.timers.tick(8000); // ...and a new one made after the backoff
+  assert.equal(ScriptedWebSocket.made.length, 2);
+});
