@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from engine.errors import IllegalMove, InvalidNotation, InvalidTranscript
-from engine.layout import Ends, Nodes, attach, candidate_ons, find_end, lead, open_mask
+from engine.layout import End, Ends, Nodes, attach, candidate_ons, find_end, lead, open_mask
 from engine.moves import DRAW, LEADS, PASS, PLAYS, Draw, Move, Pass, Play
 from engine.rounds import (
     close_round,
@@ -25,7 +25,18 @@ from engine.rounds import (
 from engine.rules import Rules, rules_from_spec
 from engine.scoring import play_points
 from engine.state import DREW, PASSED, PLAYED, GameState, LogEntry, Table, make_state
-from engine.tiles import DOUBLES_MASK, HIGH, IS_DOUBLE, LOW, NAMES, VALUE_MASK, Tile, mask_pips
+from engine.tiles import (
+    BIT,
+    DOUBLES_MASK,
+    HIGH,
+    IS_DOUBLE,
+    LOW,
+    NAMES,
+    OTHER_HALF,
+    VALUE_MASK,
+    Tile,
+    mask_pips,
+)
 
 Event = dict[str, object]
 
@@ -68,11 +79,10 @@ def legal_moves(state: GameState) -> list[Move]:
     if seat is None:
         return []
     hand = state.hand_masks[seat]
-    rules = state.table.rules
     if not state.nodes:
         return _lead_moves(state, hand)
     ends = state.ends
-    only_spinner = rules.all_four_first and any(e[0] == 0 for e in ends)
+    only_spinner = state.table.rules.all_four_first and any(e[0] == 0 for e in ends)
     out: list[Move] = []
     seen = 0
     for node, _side, value, _halves, on in ends:
@@ -83,15 +93,31 @@ def legal_moves(state: GameState) -> list[Move]:
             continue
         seen |= key
         fits = hand & VALUE_MASK[value]
-        while fits:
-            bit = fits & -fits
-            out.append(PLAYS[bit.bit_length() - 1][on])
-            fits ^= bit
+        if fits:
+            plays = _PLAYS_ON[on].get(fits)
+            if plays is None:
+                plays = _PLAYS_ON[on][fits] = _plays(fits, on)
+            out += plays
     if out:
         return out
+    rules = state.table.rules
     if rules.draw == "until_playable" and len(state.boneyard_tiles) > rules.boneyard_reserve:
         return [DRAW]
     return [PASS]
+
+
+_PLAYS_ON: tuple[dict[int, tuple[Play, ...]], ...] = tuple({} for _ in range(28))
+"""_PLAYS_ON[on][fits]: the plays of the tiles in bitmask `fits` on layout tile `on`, in
+tile order (filled as met; at most 2 x 127 masks per layout tile)."""
+
+
+def _plays(fits: int, on: int) -> tuple[Play, ...]:
+    out = []
+    while fits:
+        bit = fits & -fits
+        out.append(PLAYS[bit.bit_length() - 1][on])
+        fits ^= bit
+    return tuple(out)
 
 
 def _lead_moves(state: GameState, hand: int) -> list[Move]:
@@ -209,19 +235,21 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
                     break
         if index < 0:
             index, on = _resolve_on(nodes, ends, tile, on_tile, rules.all_four_first)
-        parent, parent_side, value, _, parent_tile = ends[index]
-        if IS_DOUBLE[tile]:
-            kind = rules.spinners
-            spinner = kind == "all_doubles" or (
-                kind == "first_double" and not any(n[4] for n in nodes)
-            )
+        parent, parent_side, value, _, _ = ends[index]
+        if parent_side == "O" and not IS_DOUBLE[tile]:
+            # the common case, inlined: a tile on the one free end of a tile in the line
+            new_end: End = (len(nodes), "O", OTHER_HALF[tile][value], 1, tile)
+            new_nodes = nodes + ((tile, parent, "O", value, False),)  # noqa: RUF005 (faster)
+            if len(ends) == 2:
+                new_ends: Ends = (ends[1 - index], new_end)
+            else:
+                new_ends = (*ends[:index], *ends[index + 1:], new_end)
+        else:
+            spinners = rules.spinners
+            spinner = IS_DOUBLE[tile] and (spinners == "all_doubles" or (
+                spinners == "first_double" and not any(n[4] for n in nodes)
+            ))
             new_nodes, new_ends = attach(nodes, ends, index, tile, spinner)
-        elif IS_DOUBLE[parent_tile]:
-            new_nodes, new_ends = attach(nodes, ends, index, tile, False)
-        else:  # the common case, inlined: a tile on an ordinary tile's end
-            outer = LOW[tile] if HIGH[tile] == value else HIGH[tile]
-            new_nodes = (*nodes, (tile, parent, parent_side, value, False))
-            new_ends = (*ends[:index], *ends[index + 1:], (len(nodes), "O", outer, 1, tile))
     else:
         on = -1
         new_nodes, new_ends = _lead(table, seat, tile, move)
@@ -231,14 +259,16 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
         total += e[2] * e[3]
         fits |= VALUE_MASK[e[2]]
     scoring = rules.scoring
-    if scoring == "fives":
-        points = total // rules.scale if total % 5 == 0 else 0
-    elif scoring == "none":
+    if scoring == "none":
         points = 0
+    elif scoring == "fives":
+        points = total // rules.scale if total % 5 == 0 else 0
     else:
         points = play_points(scoring, rules.scale, total, new_ends)
-    new_hand = hand ^ (1 << tile)
-    new_hands = (*hands[:seat], new_hand, *hands[seat + 1:])
+    new_hand = hand ^ BIT[tile]
+    listed = list(hands)
+    listed[seat] = new_hand
+    new_hands = tuple(listed)
     if not new_hand:
         return _domino(state, seat, tile, on, points, total, new_hands, new_nodes, new_ends)
     scores = state.scores
@@ -249,7 +279,7 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
             points = 0
         else:
             scores = (*scores[:side], scores[side] + points, *scores[side + 1:])
-    log = (*state.log, (seat, PLAYED, tile, on, points, total))
+    log = state.log + ((seat, PLAYED, tile, on, points, total),)  # noqa: RUF005 (faster)
     events: list[Event] = [{
         "type": "play", "seat": seat, "tile": NAMES[tile], "on": NAMES[on] if on >= 0 else None,
         "end_total": total, "points": points,
@@ -268,8 +298,9 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
         pips = tuple(mask_pips(m) for m in new_hands)
         return close_round(state, new_hands, boneyard, new_nodes, new_ends, log, scores, "target",
                            None, 0, pips, (), side, events), events
-    return make_state(table, (seat + 1) % rules.players, scores, new_hands, boneyard, new_nodes,
-                      new_ends, log), events
+    turn = seat + 1
+    return make_state(table, turn if turn < rules.players else 0, scores, new_hands, boneyard,
+                      new_nodes, new_ends, log), events
 
 
 def _stuck(rules: Rules, hands: tuple[int, ...], ends: Ends) -> bool:

@@ -80,6 +80,10 @@ VALUE_MASK: tuple[int, ...] = tuple(
     sum(1 << t.index for t in TILES if v in (t.high, t.low)) for v in range(7)
 )
 """VALUE_MASK[v]: the bitmask of the tiles showing pip value v on either half."""
+OTHER_HALF: tuple[tuple[int, ...], ...] = tuple(
+    tuple(t.low if v == t.high else t.high for v in range(7)) for t in TILES
+)
+"""OTHER_HALF[i][v]: the half of tile i left showing when its half `v` is matched."""
 BIT: tuple[int, ...] = tuple(1 << i for i in range(28))
 """BIT[i]: the bitmask of tile i alone."""
 
