@@ -155,11 +155,21 @@ export class TableView {
         backs,
         el("span", { class: "clock", "data-clock-seat": i }));
     };
-    const order = [];
-    for (let k = 0; k < n; k++) order.push(mySeat === null ? k : (mySeat + 1 + k) % n);
-    const others = order.filter((i) => i !== mySeat);
-    fill(this.dom.seats, ...(table ? others.map(chip) : []));
-    fill(this.dom.me, ...(table && mySeat !== null ? [chip(mySeat)] : []));
+    // around the table as seen from the bottom seat (a spectator looks from seat 0):
+    // play passes to the left, so the next seat is on the left, then across, then right
+    const bottom = mySeat ?? 0;
+    const others = Array.from({ length: Math.max(0, n - 1) }, (_, k) => (bottom + 1 + k) % n);
+    const places = n === 2 ? ["top"] : n === 3 ? ["left", "right"] : ["left", "top", "right"];
+    const placed = (i, k) => {
+      const c = chip(i);
+      c.dataset.pos = places[k] ?? "top";
+      return c;
+    };
+    fill(this.dom.seats, ...(table ? others.map(placed) : []));
+    this.dom.seats.parentElement.classList.toggle("has-sides", n > 2);
+    const me = table && n > 0 ? chip(bottom) : null;
+    if (me) me.dataset.pos = "bottom";
+    fill(this.dom.me, me);
   }
 
   drawBoard(game, ui) {
