@@ -384,3 +384,33 @@ def test_a_private_table_is_joined_through_its_invite_link(
     for page in (host, guest):
         expect(page.locator(".hand .hand-tile")).to_have_count(7)
         expect(page.locator(".waiting")).to_be_hidden()
+
+
+def test_four_seats_sit_around_the_felt_with_partners_across(
+    browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
+) -> None:
+    table = post_json(f"{service.url}/api/tables", {
+        "rules": "all-fives", "players": 4, "bots": {"1": "greedy", "2": "greedy", "3": "greedy"},
+        "name": "Partners",
+    })["id"]
+    page = open_table(browser, service.url, table, viewport={"width": 1280, "height": 860})
+    sit(page, 0, "gus")
+    expect(page.locator(".hand .hand-tile")).to_have_count(5)  # 7/5/5 tiles: 4 players get 5
+    places = {
+        pos: page.locator(f'.seats .seat-chip[data-pos="{pos}"]').get_attribute("data-seat")
+        for pos in ("left", "top", "right")
+    }
+    assert places == {"left": "1", "top": "2", "right": "3"}  # play passes to the left
+    board = page.locator(".board").bounding_box()
+    left = page.locator('.seat-chip[data-pos="left"]').bounding_box()
+    right = page.locator('.seat-chip[data-pos="right"]').bounding_box()
+    assert board and left and right
+    assert left["x"] + left["width"] <= board["x"] <= board["x"] + board["width"] <= right["x"]
+    # partners share a side: seats 0 and 2 against 1 and 3
+    expect(page.locator(".side-score").first).to_contain_text("gus & ")
+    for _ in range(MAX_STEPS):
+        if len(board_tiles(page)) >= 6 or page.locator(".overlay:not([hidden])").count():
+            break
+        if not play_one(page):
+            page.wait_for_timeout(50)
+    shots(page, "11-four-seats")
