@@ -62,7 +62,8 @@ finally:
 
 class Server:
     def __init__(
-        self, redis_url: str, env: dict[str, str], log: Path, profile: Path | None = None
+        self, redis_url: str, env: dict[str, str], log: Path, profile: Path | None = None,
+        python: str = sys.executable,
     ) -> None:
         self.port = free_port()
         self.log = log
@@ -72,9 +73,9 @@ class Server:
                     "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING", "BOT_DELAY_MS": "0",
                     "PYTHONWARNINGS": "ignore", **env}
         with log.open("ab") as out:
-            command = [sys.executable, "-m", "server"]
+            command = [python, "-m", "server"]
             if profile is not None:
-                command = [sys.executable, "-c", PROFILED, str(profile)]
+                command = [python, "-c", PROFILED, str(profile)]
             self.proc = subprocess.Popen(command, cwd=REPO, env=full_env, stdout=out, stderr=out)
         self.base_rss_kb = 0  # before the websockets connect (tables already made)
         self.connected_rss_kb = 0  # once every websocket has its snapshot
@@ -340,7 +341,8 @@ async def run(args: argparse.Namespace) -> None:
         redis = RedisProcess(tmp / "redis", appendfsync="everysec")
         redis_url = redis.start()
     servers = [Server(redis_url, {"RATE": "50/100"}, tmp / f"server-{n}.log",
-                      tmp / f"server-{n}.prof" if args.profile else None)
+                      tmp / f"server-{n}.prof" if args.profile else None,
+                      args.python)
                for n in range(args.servers)]
     stats, crowd_stats = Stats(), Stats()
     tables: list[Table] = []
@@ -498,6 +500,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--crowd-pace", type=float, default=1.0)
     p.add_argument("--redis-url", default=None, help="default: a private redis-server")
     p.add_argument("--quick", action="store_true", help="20 tables, short games")
+    p.add_argument("--python", default=sys.executable,
+                   help="interpreter for the servers (e.g. a venv with other packages)")
     p.add_argument("--profile", action="store_true",
                    help="run the servers under cProfile (server-N.prof beside the logs)")
     args = p.parse_args(argv)
