@@ -6,6 +6,8 @@ that drew or passed held no tile fitting the ends then open (and a tile it drew 
 kept did not fit either). Each hidden tile of another seat gets a *slot* with the
 tiles it cannot be; the last tiles a seat drew are assumed to be the ones it still
 holds, which is the loosest reading, so the real deal always satisfies the slots.
+It also records each free choice of play the other seats made (`Observation`), so a
+deal can be weighed by how well it explains them (`Knowledge.log_likelihood`).
 Imports `engine.tiles`, `engine.moves` and `engine.bots.table` (plus `engine.rules`
 when a view does not spell out a resolved option).
 """
