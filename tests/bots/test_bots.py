@@ -218,3 +218,14 @@ def test_bots_stay_legal_under_rule_overrides(case: tuple[dict[str, object], int
         move = choose_move(level, view(state, seat), seed + n, **FAST)
         assert move in legal_moves(state)
         state, _ = apply(state, seat, move)
+
+
+def test_strong_is_a_pure_function_of_view_and_seed_under_a_sample_budget() -> None:
+    rng = random.Random(4)
+    state = _advance(new_game("all-fives", 2, 4), 6, rng)
+    seat = state.turn
+    assert seat is not None
+    seen = view(state, seat)
+    moves = {choose_move("strong", seen, 17, think_ms=600_000, samples=40) for _ in range(3)}
+    assert len(moves) == 1
+    assert moves.pop() in legal_moves(state)
