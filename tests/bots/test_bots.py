@@ -223,6 +223,8 @@ def test_bots_stay_legal_under_rule_overrides(case: tuple[dict[str, object], int
 def test_strong_is_a_pure_function_of_view_and_seed_under_a_sample_budget() -> None:
     rng = random.Random(4)
     state = _advance(new_game("all-fives", 2, 4), 6, rng)
+    while len(legal_moves(state)) < 2:  # a real choice, so the search runs
+        state = _advance(state, 1, rng)
     seat = state.turn
     assert seat is not None
     seen = view(state, seat)
