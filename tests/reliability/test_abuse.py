@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -42,11 +43,11 @@ async def connect_from(address: str, url: str) -> GameClient:
 
 
 @pytest.fixture
-async def strict(own_redis: RedisServer) -> ServiceProcess:
+async def strict(own_redis: RedisServer) -> AsyncIterator[ServiceProcess]:
     process = ServiceProcess(own_redis.url, env=STRICT)
     await start(process)
     try:
-        yield process  # type: ignore[misc]
+        yield process
     finally:
         await GameClient.close_all()
         await stop(process)

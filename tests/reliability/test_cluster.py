@@ -9,6 +9,7 @@ notices reach a process whose pub/sub connection sits on another master.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -37,11 +38,11 @@ def keys_by_table(cluster: LocalCluster, tables: list[str]) -> dict[str, dict[st
 
 
 @pytest.fixture
-def cluster() -> LocalCluster:
+def cluster() -> Iterator[LocalCluster]:
     local = LocalCluster()
     local.start()
     try:
-        yield local  # type: ignore[misc]
+        yield local
     finally:
         local.close()
 
