@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
 import msgpack
@@ -35,7 +35,7 @@ class BadMessage(Exception):
     """A client frame that breaks the protocol; answered with error bad_message."""
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -85,8 +85,8 @@ class Session:
         self.address = websocket.client.host if websocket.client else "?"
         self.attached = False
 
-    def log(self, msg: str, level: int = logging.INFO, **fields: object) -> None:
-        event(msg, level=level, table=self.conn.table or None, seat=self.conn.seat,
+    def log(self, msg: str, level: int = logging.INFO, exc: bool = False, **fields: object) -> None:
+        event(msg, level=level, exc=exc, table=self.conn.table or None, seat=self.conn.seat,
               conn=self.conn.id, **fields)
 
     def error(self, code: str, message: str) -> None:
