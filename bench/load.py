@@ -38,7 +38,7 @@ from server.redis_embedded import RedisProcess, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 TARGETS = {"ack_p99_ms": 10.0, "fanout_p99_ms": 10.0, "bytes_median": 24.0, "rss_kb": 30.0,
-           "crowd_p99_ms": 200.0}
+           "idle_kb": 30.0, "crowd_p99_ms": 200.0}
 
 
 # ---- servers -----------------------------------------------------------------------------------
@@ -157,6 +157,7 @@ class Stats:
     errors: int = 0
     closed: list[str] = field(default_factory=list)
     server_cpu_s: float = 0.0
+    idle: tuple[int, float, float] | None = None  # sockets, KB each, seconds to connect
     load: tuple[float, float] = (0.0, 0.0)
 
 
@@ -173,7 +174,8 @@ class Client:
         self.ready = asyncio.Event()
 
     async def connect(self, ws_url: str) -> None:
-        self.socket = await websockets.connect(ws_url, max_size=2**22, ping_interval=None)
+        self.socket = await websockets.connect(ws_url, max_size=2**22, ping_interval=None,
+                                               open_timeout=120)
         await self.socket.send(msgpack.packb(
             {"t": "hello", "proto": 1, "table": self.table.id, "token": self.token,
              "since": None}))
@@ -361,6 +363,7 @@ async def run(args: argparse.Namespace) -> None:
 
             made = await asyncio.gather(*(make() for _ in range(args.tables)))
             crowd_made = await setup_table(http, args) if args.crowd else None
+            idle_made = await setup_table(http, args) if args.idle else None
         k = 0
         for table_id, tokens in made:
             table = Table(table_id, stats)
@@ -398,6 +401,10 @@ async def run(args: argparse.Namespace) -> None:
                     server.peak_rss_kb = max(server.peak_rss_kb, server.rss_kb())
                 await asyncio.sleep(0.5)
 
+        idle_readers: list[asyncio.Task[None]] = []
+        idle_clients: list[Client] = []
+        if idle_made is not None:
+            idle_readers, idle_clients = await connect_idle(args, idle_made[0], servers, stats)
         sampler = asyncio.create_task(sample_rss())
         deadline = time.perf_counter() + args.max_seconds
         begun = time.perf_counter()
@@ -412,8 +419,10 @@ async def run(args: argparse.Namespace) -> None:
         stats.server_cpu_s = cpu_used
         stats.load = (load_before, os.getloadavg()[0])
         sampler.cancel()
-        for c in clients:
+        for c in clients + idle_clients:
             await c.socket.close()
+        for reader in idle_readers:
+            reader.cancel()
         for reader in readers:
             reader.cancel()
         async with httpx.AsyncClient() as http:
@@ -429,6 +438,31 @@ async def run(args: argparse.Namespace) -> None:
         if redis is not None:
             redis.stop()
             shutil.rmtree(tmp / "redis", ignore_errors=True)
+
+
+async def connect_idle(
+    args: argparse.Namespace, table_id: str, servers: list[Server], stats: Stats
+) -> tuple[list[asyncio.Task[None]], list[Client]]:
+    """Open `args.idle` spectator sockets on a table nobody plays; measure the RSS they cost."""
+    table = Table(table_id, Stats())
+    idle = [Client(table, None) for _ in range(args.idle)]
+    before = [s.rss_kb() for s in servers]
+    started = time.perf_counter()
+    sem = asyncio.Semaphore(50)
+
+    async def one(client: Client, n: int) -> None:
+        async with sem:
+            await client.connect(servers[n % len(servers)].ws_url)
+
+    await asyncio.gather(*(one(c, n) for n, c in enumerate(idle)))
+    readers = [asyncio.create_task(c.read()) for c in idle]
+    await asyncio.gather(*(c.ready.wait() for c in idle))
+    await asyncio.sleep(1.0)
+    after = [s.rss_kb() for s in servers]
+    growth = sum(a - b for a, b in zip(after, before, strict=True))
+    stats.idle = (len(idle), growth / max(1, len(idle)), time.perf_counter() - started)
+    print(f"{len(idle)} idle connections ready in {stats.idle[2]:.1f}s", flush=True)
+    return readers, idle
 
 
 def report(args: argparse.Namespace, stats: Stats, crowd: Stats, servers: list[Server],
@@ -473,10 +507,15 @@ def report(args: argparse.Namespace, stats: Stats, crowd: Stats, servers: list[S
         figures["crowd_p99_ms"] = pct(crowd.crowd_ms, 0.99)
         print(f"crowd ({args.crowd} spectators) move -> all p50 / p99: "
               f"{pct(crowd.crowd_ms, 0.5):.1f} / {figures['crowd_p99_ms']:.1f} ms")
+    if stats.idle is not None:
+        figures["idle_kb"] = stats.idle[1]
+        print(f"idle connections:                 {stats.idle[0]} held by "
+              f"{len(servers)} process(es), {stats.idle[1]:.1f} KB RSS each")
     print("\nagainst service.md targets:")
     rows = [("ack p99", "ack_p99_ms", "ms"), ("fan-out p99", "fanout_p99_ms", "ms"),
             ("bytes per viewer per play (median, payload)", "bytes_median", "B"),
             ("memory per connected client", "rss_kb", "KB"),
+            ("memory per idle connection", "idle_kb", "KB"),
             ("crowd move -> all p99", "crowd_p99_ms", "ms")]
     for label, key, unit in rows:
         if key not in figures:
@@ -497,6 +536,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--target", type=int, default=150, help="points to win (game length)")
     p.add_argument("--max-seconds", type=float, default=300.0)
     p.add_argument("--crowd", type=int, default=0, help="one more table with this many spectators")
+    p.add_argument("--idle", type=int, default=0,
+                   help="also hold this many idle spectator sockets (e.g. 10000)")
     p.add_argument("--crowd-pace", type=float, default=1.0)
     p.add_argument("--redis-url", default=None, help="default: a private redis-server")
     p.add_argument("--quick", action="store_true", help="20 tables, short games")
