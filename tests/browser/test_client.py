@@ -94,10 +94,11 @@ def play_until(pages: list[Page], done: Callable[[], bool], limit: int = MAX_STE
 
 
 def board_tiles(page: Page) -> list[tuple[str, str]]:
-    return [
-        (tile.get_attribute("data-tile") or "", tile.get_attribute("transform") or "")
-        for tile in page.locator(".board .tile").all()
-    ]
+    tiles = page.evaluate(
+        """() => [...document.querySelectorAll('.board .tile')]
+            .map((t) => [t.dataset.tile, t.getAttribute('transform')])"""
+    )
+    return [(tile, transform) for tile, transform in tiles]
 
 
 def open_table(browser: Browser, url: str, table: str, **context: Any) -> Page:
@@ -243,7 +244,9 @@ def test_a_table_against_a_bot_created_from_the_lobby(
     history = page.locator(".history li")
     assert history.count() >= mine
     shots(page, "06-against-bot")
-    # a reload resumes the same seat with the token kept in localStorage
+    # a reload resumes the same seat with the token kept in localStorage (read the version
+    # on our turn, when the bot cannot move)
+    expect(page.locator(".table-page.my-turn")).to_be_visible()
     v = version(page)
     page.reload()
     expect(page.locator(".table-page")).to_have_attribute("data-seat", "0")
@@ -396,16 +399,23 @@ def test_four_seats_sit_around_the_felt_with_partners_across(
     page = open_table(browser, service.url, table, viewport={"width": 1280, "height": 860})
     sit(page, 0, "gus")
     expect(page.locator(".hand .hand-tile")).to_have_count(5)  # 7/5/5 tiles: 4 players get 5
-    places = {
-        pos: page.locator(f'.seats .seat-chip[data-pos="{pos}"]').get_attribute("data-seat")
-        for pos in ("left", "top", "right")
-    }
-    assert places == {"left": "1", "top": "2", "right": "3"}  # play passes to the left
-    board = page.locator(".board").bounding_box()
-    left = page.locator('.seat-chip[data-pos="left"]').bounding_box()
-    right = page.locator('.seat-chip[data-pos="right"]').bounding_box()
-    assert board and left and right
-    assert left["x"] + left["width"] <= board["x"] <= board["x"] + board["width"] <= right["x"]
+    # measured in one pass: the bots' moves redraw the seats
+    seen = page.evaluate(
+        """() => {
+        const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.right]; };
+        const chips = [...document.querySelectorAll('.seats .seat-chip')];
+        const at = (pos) => chips.find((c) => c.dataset.pos === pos);
+        return {
+            places: Object.fromEntries(
+                ['left', 'top', 'right'].map((p) => [p, at(p)?.dataset.seat])),
+            board: box(document.querySelector('.board')),
+            left: box(at('left')),
+            right: box(at('right')),
+        };
+    }"""
+    )
+    assert seen["places"] == {"left": "1", "top": "2", "right": "3"}  # play passes to the left
+    assert seen["left"][1] <= seen["board"][0] < seen["board"][1] <= seen["right"][0], seen
     # partners share a side: seats 0 and 2 against 1 and 3
     expect(page.locator(".side-score").first).to_contain_text("gus & ")
     for _ in range(MAX_STEPS):
