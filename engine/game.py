@@ -236,10 +236,20 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
         if index < 0:
             index, on = _resolve_on(nodes, ends, tile, on_tile, rules.all_four_first)
         parent, parent_side, value, _, _ = ends[index]
-        if parent_side == "O" and not IS_DOUBLE[tile]:
-            # the common case, inlined: a tile on the one free end of a tile in the line
-            new_end: End = (len(nodes), "O", OTHER_HALF[tile][value], 1, tile)
-            new_nodes = nodes + ((tile, parent, "O", value, False),)  # noqa: RUF005 (faster)
+        if parent_side == "O":
+            # the common case, inlined: the one free end of a tile in the line (a double
+            # there is never a spinner with other free sides; see layout.attach)
+            node = len(nodes)
+            if IS_DOUBLE[tile]:
+                spinners = rules.spinners
+                spinner = spinners == "all_doubles" or (
+                    spinners == "first_double" and not any(n[4] for n in nodes)
+                )
+                new_end: End = (node, "R" if spinner else "O", value, 2, tile)
+            else:
+                spinner = False
+                new_end = (node, "O", OTHER_HALF[tile][value], 1, tile)
+            new_nodes = nodes + ((tile, parent, "O", value, spinner),)  # noqa: RUF005 (faster)
             if len(ends) == 2:
                 new_ends: Ends = (ends[1 - index], new_end)
             else:

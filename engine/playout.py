@@ -10,13 +10,14 @@ engine's own. Imports engine modules and `random` only.
 from __future__ import annotations
 
 import random
+from math import floor
 
 from engine.game import apply, legal_moves
-from engine.layout import attach, open_mask
+from engine.layout import End, Ends, Node, attach, open_mask
 from engine.moves import DRAW, PLAYS
 from engine.scoring import play_points
 from engine.state import DREW, PASSED, PLAYED, GameState, LogEntry, make_state
-from engine.tiles import HIGH, IS_DOUBLE, LOW, VALUE_MASK
+from engine.tiles import BIT, IS_DOUBLE, OTHER_HALF, VALUE_MASK
 
 
 def play_out_hand(state: GameState, rng: random.Random) -> GameState:
@@ -47,9 +48,14 @@ def play_out_hand(state: GameState, rng: random.Random) -> GameState:
     spinners = rules.spinners
     side_of = table.side_of
     hands = list(state.hand_masks)
+    held = 0  # every tile in some hand: a hand is blocked when none of them fits
+    for h in hands:
+        held |= h
     boneyard = state.boneyard_tiles
     drawn = 0
+    can_draw = drawing and len(boneyard) > reserve
     nodes = list(state.nodes)
+    has_spinner = any(n[4] for n in nodes)
     ends = state.ends
     scores = list(state.scores)
     log: list[LogEntry] = list(state.log)
@@ -58,81 +64,96 @@ def play_out_hand(state: GameState, rng: random.Random) -> GameState:
     while True:
         seat = turn
         hand = hands[seat]
+        # The plays legal_moves would list, counted per end in its order (tiles ascending).
         only_spinner = four_first and any(e[0] == 0 for e in ends)
-        options: list[int] = []  # tile * 64 + end index, in legal_moves' order
+        count = 0
+        fitting: list[tuple[int, int]] = []  # (tiles that fit, end index)
         seen = 0
         for index, (node, _side, value, _halves, _on) in enumerate(ends):
-            if only_spinner and node:
-                continue
-            key = 1 << (node * 7 + value)
-            if seen & key:
-                continue
-            seen |= key
-            fits = hand & VALUE_MASK[value]
-            while fits:
-                bit = fits & -fits
-                options.append((bit.bit_length() - 1) * 64 + index)
-                fits ^= bit
-        if options:
-            tile, index = divmod(options[int(rand() * len(options))], 64)
+            if not (only_spinner and node):
+                key = 1 << (node * 7 + value)
+                if not seen & key:
+                    seen |= key
+                    fits = hand & VALUE_MASK[value]
+                    if fits:
+                        fitting.append((fits, index))
+                        count += fits.bit_count()
+        if count:
+            k = floor(rand() * count)  # = int() here (never negative), and cheaper
+            fits, index = fitting[0]
+            chosen = 0
+            while k >= fits.bit_count():  # past this end's tiles: on to the next end
+                k -= fits.bit_count()
+                chosen += 1
+                fits, index = fitting[chosen]
+            while k:  # the k-th lowest tile of `fits`
+                fits &= fits - 1
+                k -= 1
+            tile = (fits & -fits).bit_length() - 1
             parent, parent_side, value, _, on = ends[index]
-            if IS_DOUBLE[tile] or IS_DOUBLE[on]:
+            if parent_side == "O":  # the one free end of a tile in the line (see _play)
+                node = len(nodes)
+                if IS_DOUBLE[tile]:
+                    spinner = spinners == "all_doubles" or (
+                        spinners == "first_double" and not has_spinner)
+                    new_end: End = (node, "R" if spinner else "O", value, 2, tile)
+                else:
+                    spinner = False
+                    new_end = (node, "O", OTHER_HALF[tile][value], 1, tile)
+                new_node: Node = (tile, parent, "O", value, spinner)
+                if len(ends) == 2:
+                    new_ends: Ends = (ends[1 - index], new_end)
+                else:
+                    new_ends = (*ends[:index], *ends[index + 1:], new_end)
+            else:
                 spinner = IS_DOUBLE[tile] and (spinners == "all_doubles" or (
-                    spinners == "first_double" and not any(n[4] for n in nodes)))
+                    spinners == "first_double" and not has_spinner))
                 new_nodes, new_ends = attach(tuple(nodes), ends, index, tile, spinner)
                 new_node = new_nodes[-1]
-            else:
-                outer = LOW[tile] if HIGH[tile] == value else HIGH[tile]
-                new_node = (tile, parent, parent_side, value, False)
-                new_ends = (*ends[:index], *ends[index + 1:], (len(nodes), "O", outer, 1, tile))
             total = 0
             mask = 0
             for e in new_ends:
                 total += e[2] * e[3]
                 mask |= VALUE_MASK[e[2]]
-            if scoring == "fives":
-                points = total // scale if total % 5 == 0 else 0
-            elif scoring == "none":
+            if scoring == "none":
                 points = 0
+            elif scoring == "fives":
+                points = total // scale if total % 5 == 0 else 0
             else:
                 points = play_points(scoring, scale, total, new_ends)
-            new_hand = hand ^ (1 << tile)
+            new_hand = hand ^ BIT[tile]
             side = side_of[seat]
             if points and exact and scores[side] + points > target:
                 points = 0
-            finished = new_hand == 0 or (points and exact and scores[side] + points == target)
-            if not finished and not (drawing and len(boneyard) - drawn > reserve):
+            finished = not new_hand or (points and exact and scores[side] + points == target)
+            if not finished and not can_draw:
                 if four_first:
                     mask = open_mask(new_ends, True)
-                hands[seat] = new_hand
-                finished = True
-                for h in hands:
-                    if h & mask:
-                        finished = False
-                        break
-                hands[seat] = hand
+                finished = not (held ^ BIT[tile]) & mask
             if finished:
                 before = make_state(table, seat, tuple(scores), tuple(hands), boneyard[drawn:],
                                     tuple(nodes), ends, tuple(log))
                 return apply(before, seat, PLAYS[tile][on])[0]
             hands[seat] = new_hand
+            held ^= BIT[tile]
             nodes.append(new_node)
+            has_spinner = has_spinner or spinner
             ends = new_ends
-            scores[side] += points
+            if points:
+                scores[side] += points
             log.append((seat, PLAYED, tile, on, points, total))
             turn = seat + 1 if seat + 1 < players else 0
             continue
         rand()  # the only legal move is a draw or a pass: the choice still takes a number
-        if drawing and len(boneyard) - drawn > reserve:
+        if can_draw:
             tile = boneyard[drawn]
-            if not (drawing and len(boneyard) - drawn - 1 > reserve):
-                mask = open_mask(ends, four_first)
-                if not any((h | (1 << tile) if s == seat else h) & mask
-                           for s, h in enumerate(hands)):
-                    before = make_state(table, seat, tuple(scores), tuple(hands),
-                                        boneyard[drawn:], tuple(nodes), ends, tuple(log))
-                    return apply(before, seat, DRAW)[0]
-            hands[seat] = hand | 1 << tile
+            can_draw = len(boneyard) - drawn - 1 > reserve
+            if not can_draw and not (held | BIT[tile]) & open_mask(ends, four_first):
+                before = make_state(table, seat, tuple(scores), tuple(hands), boneyard[drawn:],
+                                    tuple(nodes), ends, tuple(log))
+                return apply(before, seat, DRAW)[0]
+            hands[seat] = hand | BIT[tile]
+            held |= BIT[tile]
             drawn += 1
             log.append((seat, DREW, tile, -1, 0, -1))
         else:
