@@ -42,12 +42,13 @@ def pack(message: dict[str, object]) -> bytes:
 class Connection:
     """A seat's or a spectator's socket, as the hub and the handler see it.
 
-    Frames wait in a short list (at most `limit`) drained by `run_writer`; a plain list and one
-    future keep the per-connection footprint small (an asyncio.Queue costs ~3 KB)."""
+    Frames wait in a short list (at most `limit`). A writer task exists only while there is
+    something to send: it is started in the session's task group when frames arrive and ends
+    when the list is empty, so an idle socket costs no task (and no asyncio.Queue, ~3 KB)."""
 
     __slots__ = (
-        "audience", "close_reason", "closing", "finished", "grace_s", "id", "limit", "metrics",
-        "pending", "seat", "table", "version", "waiter", "watchdog", "websocket",
+        "audience", "close_reason", "closing", "finished", "grace_s", "group", "id", "limit",
+        "metrics", "pending", "seat", "table", "version", "watchdog", "websocket", "writer",
     )
 
     def __init__(self, websocket: WebSocket, metrics: Metrics, limit: int) -> None:
@@ -62,15 +63,16 @@ class Connection:
         self.closing: Close | None = None
         self.close_reason = ""
         self.pending: list[bytes | list[bytes]] = []
-        self.waiter: asyncio.Future[None] | None = None
+        self.group: asyncio.TaskGroup | None = None  # the session's, while it runs
+        self.writer: asyncio.Task[None] | None = None
         self.finished = False
         # Called when a requested close has not completed in time (a peer that reads nothing).
         self.watchdog: Callable[[], None] | None = None
         self.grace_s = 5.0
 
     def _wake(self) -> None:
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
+        if self.writer is None and self.group is not None:
+            self.writer = self.group.create_task(self._drain())
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queue one encoded frame; a full queue closes the connection (4003). Never waits."""
@@ -117,25 +119,25 @@ class Connection:
         if not self.finished and self.watchdog is not None:
             self.watchdog()
 
-    async def run_writer(self) -> None:
-        """Send queued frames in order until a close is requested; then close the socket."""
-        loop = asyncio.get_running_loop()
-        while True:
-            if self.pending:
+    async def _drain(self) -> None:
+        """Send what is queued, in order; once a close is requested and sent, close the socket."""
+        try:
+            while self.pending:
                 item = self.pending.pop(0)
                 try:
                     for frame in item if isinstance(item, list) else (item,):
                         await self.websocket.send_bytes(frame)
                 except Exception:  # the peer is gone; nothing more can be sent
                     self.closing = self.closing or Close.NORMAL
+                    self.pending.clear()
                     return
-                continue
             if self.closing is not None:
-                break
-            self.waiter = loop.create_future()
-            await self.waiter
-            self.waiter = None
-        # The peer may be gone already (Starlette raises WebSocketDisconnect, uvicorn
-        # ClientDisconnected, RuntimeError after a close): closing is then done.
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.websocket.close(int(self.closing), self.close_reason), 2.0)
+                # The peer may be gone already (Starlette raises WebSocketDisconnect, uvicorn
+                # ClientDisconnected, RuntimeError after a close): closing is then done.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(
+                        self.websocket.close(int(self.closing), self.close_reason), 2.0
+                    )
+                self.group = None  # nothing is sent after the close
+        finally:
+            self.writer = None

@@ -113,9 +113,9 @@ class Session:
 
         self.conn.watchdog = force
         try:
-            # The reader runs in this task; the writer is the one task of its own.
+            # The reader runs in this task; a writer task runs only while frames wait.
             async with asyncio.TaskGroup() as group:
-                group.create_task(self.conn.run_writer())
+                self.conn.group = group
                 await self._read_safely()
                 self.conn.close_soon(Close.NORMAL)  # no-op when a close is already underway
         except asyncio.CancelledError:
@@ -124,6 +124,7 @@ class Session:
             if task is not None:
                 task.uncancel()
         finally:
+            self.conn.group = None
             self.conn.finished = True
             self.metrics.connections.dec()
             if self.attached:
