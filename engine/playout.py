@@ -64,28 +64,24 @@ def play_out_hand(state: GameState, rng: random.Random) -> GameState:
     while True:
         seat = turn
         hand = hands[seat]
-        # The plays legal_moves would list, counted per end in its order (tiles ascending).
-        only_spinner = four_first and any(e[0] == 0 for e in ends)
-        count = 0
-        fitting: list[tuple[int, int]] = []  # (tiles that fit, end index)
-        seen = 0
-        for index, (node, _side, value, _halves, _on) in enumerate(ends):
-            if not (only_spinner and node):
-                key = 1 << (node * 7 + value)
-                if not seen & key:
-                    seen |= key
-                    fits = hand & VALUE_MASK[value]
-                    if fits:
-                        fitting.append((fits, index))
-                        count += fits.bit_count()
+        r = rand()  # every move takes one number, a draw or a pass too
+        # The plays legal_moves would list, counted per end in its order (tiles ascending):
+        # play k of `count` is tile k (counting up) of `fits`, the tiles that fit end `index`.
+        if len(ends) == 2 and not four_first:  # a line: two ends (one choice for a lone double)
+            end0, end1 = ends
+            fits = hand & VALUE_MASK[end0[2]]
+            same = end1[0] == end0[0] and end1[2] == end0[2]  # a lone lead double's sides
+            fits1 = 0 if same else hand & VALUE_MASK[end1[2]]
+            count0 = fits.bit_count()
+            count = count0 + fits1.bit_count()
+            index = k = 0
+            if count:
+                k = floor(r * count)  # = int() here (never negative), and cheaper
+                if k >= count0:
+                    fits, index, k = fits1, 1, k - count0
+        else:
+            count, fits, index, k = _choose(ends, hand, four_first, r)
         if count:
-            k = floor(rand() * count)  # = int() here (never negative), and cheaper
-            fits, index = fitting[0]
-            chosen = 0
-            while k >= fits.bit_count():  # past this end's tiles: on to the next end
-                k -= fits.bit_count()
-                chosen += 1
-                fits, index = fitting[chosen]
             while k:  # the k-th lowest tile of `fits`
                 fits &= fits - 1
                 k -= 1
@@ -110,11 +106,15 @@ def play_out_hand(state: GameState, rng: random.Random) -> GameState:
                     spinners == "first_double" and not has_spinner))
                 new_nodes, new_ends = attach(tuple(nodes), ends, index, tile, spinner)
                 new_node = new_nodes[-1]
-            total = 0
-            mask = 0
-            for e in new_ends:
-                total += e[2] * e[3]
-                mask |= VALUE_MASK[e[2]]
+            if len(new_ends) == 2:
+                end0, end1 = new_ends
+                total = end0[2] * end0[3] + end1[2] * end1[3]
+                mask = VALUE_MASK[end0[2]] | VALUE_MASK[end1[2]]
+            else:
+                total = mask = 0
+                for e in new_ends:
+                    total += e[2] * e[3]
+                    mask |= VALUE_MASK[e[2]]
             if scoring == "none":
                 points = 0
             elif scoring == "fives":
@@ -144,8 +144,8 @@ def play_out_hand(state: GameState, rng: random.Random) -> GameState:
             log.append((seat, PLAYED, tile, on, points, total))
             turn = seat + 1 if seat + 1 < players else 0
             continue
-        rand()  # the only legal move is a draw or a pass: the choice still takes a number
-        if can_draw:
+        if can_draw:  # the only legal move is a draw, or else a pass
+
             tile = boneyard[drawn]
             can_draw = len(boneyard) - drawn - 1 > reserve
             if not can_draw and not (held | BIT[tile]) & open_mask(ends, four_first):
@@ -159,3 +159,28 @@ def play_out_hand(state: GameState, rng: random.Random) -> GameState:
         else:
             log.append((seat, PASSED, -1, -1, 0, -1))
             turn = seat + 1 if seat + 1 < players else 0
+
+
+def _choose(ends: Ends, hand: int, four_first: bool, r: float) -> tuple[int, int, int, int]:
+    """(count, fits, index, k) as in `play_out_hand`, for any layout."""
+    only_spinner = four_first and any(e[0] == 0 for e in ends)
+    count = 0
+    fitting: list[tuple[int, int]] = []  # (tiles that fit, end index)
+    seen = 0
+    for index, (node, _side, value, _halves, _on) in enumerate(ends):
+        if not (only_spinner and node):
+            key = 1 << (node * 7 + value)
+            if not seen & key:
+                seen |= key
+                fits = hand & VALUE_MASK[value]
+                if fits:
+                    fitting.append((fits, index))
+                    count += fits.bit_count()
+    if not count:
+        return 0, 0, 0, 0
+    k = floor(r * count)
+    for fits, index in fitting:
+        if k < fits.bit_count():
+            return count, fits, index, k
+        k -= fits.bit_count()
+    raise AssertionError("k < count")
