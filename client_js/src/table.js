@@ -125,6 +125,10 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
       ui.seenRounds = state.doc?.game?.rounds?.length ?? ui.seenRounds;
       render();
     },
+    setName(name) {
+      // kept so that a redrawn waiting room shows what was typed
+      ui.name = name;
+    },
     async leave() {
       const mine = savedSeat(id);
       if (!mine) return;

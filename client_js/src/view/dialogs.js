@@ -26,7 +26,8 @@ export function drawWaitingRoom(w, { table, game, state, ui, actions, name }) {
         "Sit here")
         : null))),
     canJoin ? el("label", { class: "field" }, el("span", {}, "Your name"),
-      el("input", { name: "player", maxlength: 24, value: ui.name ?? "" })) : null,
+      el("input", { name: "player", maxlength: 24, value: ui.name ?? "",
+        oninput: (e) => actions.setName(e.target.value) })) : null,
     ui.joinError ? el("p", { class: "form-error" }, ui.joinError) : null,
     invite ? el("p", { class: "invite" }, "Invite link (the table is private): ",
       el("span", { class: "invite-row" },
