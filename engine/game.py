@@ -82,7 +82,28 @@ def legal_moves(state: GameState) -> list[Move]:
     if not state.nodes:
         return _lead_moves(state, hand)
     ends = state.ends
-    only_spinner = state.table.rules.all_four_first and any(e[0] == 0 for e in ends)
+    out: list[Move]
+    if len(ends) == 2 and not state.table.rules.all_four_first:  # a line: two ends
+        end0, end1 = ends
+        fits = hand & VALUE_MASK[end0[2]]
+        out = list(_PLAYS_ON[end0[4]].get(fits) or _plays(fits, end0[4])) if fits else []
+        if end1[0] != end0[0] or end1[2] != end0[2]:  # not a lone lead double's other side
+            fits = hand & VALUE_MASK[end1[2]]
+            if fits:
+                out += _PLAYS_ON[end1[4]].get(fits) or _plays(fits, end1[4])
+    else:
+        out = _end_plays(ends, hand, state.table.rules.all_four_first)
+    if out:
+        return out
+    rules = state.table.rules
+    if rules.draw == "until_playable" and len(state.boneyard_tiles) > rules.boneyard_reserve:
+        return [DRAW]
+    return [PASS]
+
+
+def _end_plays(ends: Ends, hand: int, four_first: bool) -> list[Move]:
+    """The plays of `hand` on any layout: per end in order, each end's tiles ascending."""
+    only_spinner = four_first and any(e[0] == 0 for e in ends)
     out: list[Move] = []
     seen = 0
     for node, _side, value, _halves, on in ends:
@@ -94,16 +115,8 @@ def legal_moves(state: GameState) -> list[Move]:
         seen |= key
         fits = hand & VALUE_MASK[value]
         if fits:
-            plays = _PLAYS_ON[on].get(fits)
-            if plays is None:
-                plays = _PLAYS_ON[on][fits] = _plays(fits, on)
-            out += plays
-    if out:
-        return out
-    rules = state.table.rules
-    if rules.draw == "until_playable" and len(state.boneyard_tiles) > rules.boneyard_reserve:
-        return [DRAW]
-    return [PASS]
+            out += _PLAYS_ON[on].get(fits) or _plays(fits, on)
+    return out
 
 
 _PLAYS_ON: tuple[dict[int, tuple[Play, ...]], ...] = tuple({} for _ in range(28))
@@ -112,12 +125,15 @@ tile order (filled as met; at most 2 x 127 masks per layout tile)."""
 
 
 def _plays(fits: int, on: int) -> tuple[Play, ...]:
+    """The plays of the tiles in `fits` on `on` (and remembers them in `_PLAYS_ON`)."""
     out = []
-    while fits:
-        bit = fits & -fits
+    bits = fits
+    while bits:
+        bit = bits & -bits
         out.append(PLAYS[bit.bit_length() - 1][on])
-        fits ^= bit
-    return tuple(out)
+        bits ^= bit
+    plays = _PLAYS_ON[on][fits] = tuple(out)
+    return plays
 
 
 def _lead_moves(state: GameState, hand: int) -> list[Move]:
@@ -263,11 +279,15 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
     else:
         on = -1
         new_nodes, new_ends = _lead(table, seat, tile, move)
-    total = 0
-    fits = 0
-    for e in new_ends:
-        total += e[2] * e[3]
-        fits |= VALUE_MASK[e[2]]
+    if len(new_ends) == 2:
+        end0, end1 = new_ends
+        total = end0[2] * end0[3] + end1[2] * end1[3]
+        fits = VALUE_MASK[end0[2]] | VALUE_MASK[end1[2]]
+    else:
+        total = fits = 0
+        for e in new_ends:
+            total += e[2] * e[3]
+            fits |= VALUE_MASK[e[2]]
     scoring = rules.scoring
     if scoring == "none":
         points = 0

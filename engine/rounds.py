@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from math import floor
+from typing import NamedTuple
 
 from engine.errors import InvalidNotation, InvalidTranscript
 from engine.layout import Ends, Nodes
@@ -18,9 +19,10 @@ from engine.scoring import rounded_half, rounded_pips
 from engine.state import (
     PLAYED,
     GameState,
-    HandResult,
     LogEntry,
     RoundRecord,
+    make_record,
+    make_result,
     make_state,
     make_table,
 )
@@ -181,8 +183,7 @@ def deal_next_round(state: GameState) -> GameState:
                        hands, boneyard, None, rng)
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """A settled hand before exact-target voiding: gains per side and who leads next."""
 
     winner: int | None
@@ -291,8 +292,8 @@ def close_round(state: GameState, hands: tuple[int, ...], boneyard: tuple[int, .
     """Record the finished round: the game's final state, or one between rounds (turn None)."""
     table = state.table
     held = tuple(map(mask_tile_tuple, hands))
-    result = HandResult(end, winner, bonus, pips, held, scores)
-    record = RoundRecord(table.deal_hands, table.deal_boneyard, table.leader, log, result)
+    result = make_result(end, winner, bonus, pips, held, scores)
+    record = make_record(table.deal_hands, table.deal_boneyard, table.leader, log, result)
     past = (*table.past, record)
     events.append({
         "type": "hand_end", "round": table.round, "end": end, "winner": winner, "bonus": bonus,

@@ -131,6 +131,10 @@ _set_boneyard = GameState.__dict__["boneyard_tiles"].__set__
 _set_nodes = GameState.__dict__["nodes"].__set__
 _set_ends = GameState.__dict__["ends"].__set__
 _set_log = GameState.__dict__["log"].__set__
+(_r_end, _r_winner, _r_bonus, _r_pips, _r_hands, _r_totals) = (
+    HandResult.__dict__[name].__set__ for name in HandResult.__slots__)
+(_rr_hands, _rr_boneyard, _rr_leader, _rr_moves, _rr_result) = (
+    RoundRecord.__dict__[name].__set__ for name in RoundRecord.__slots__)
 (_t_rules, _t_seed, _t_round, _t_leader, _t_lead_from, _t_lead_tile, _t_deal_hands,
  _t_deal_boneyard, _t_past, _t_game_over, _t_winner, _t_sides, _t_side_of) = (
     Table.__dict__[name].__set__ for name in Table.__slots__)
@@ -175,3 +179,28 @@ def make_table(
     _t_sides(table, sides)
     _t_side_of(table, side_of)
     return table
+
+
+def make_result(end: str, winner: int | None, bonus: int, pips: tuple[int, ...],
+                hands: tuple[tuple[int, ...], ...], totals: tuple[int, ...]) -> HandResult:
+    """`HandResult(...)` without the dataclass initialiser's per-field lookups (once a hand)."""
+    result: HandResult = _new(HandResult)
+    _r_end(result, end)
+    _r_winner(result, winner)
+    _r_bonus(result, bonus)
+    _r_pips(result, pips)
+    _r_hands(result, hands)
+    _r_totals(result, totals)
+    return result
+
+
+def make_record(hands: tuple[tuple[int, ...], ...], boneyard: tuple[int, ...], leader: int,
+                moves: tuple[LogEntry, ...], result: HandResult | None) -> RoundRecord:
+    """`RoundRecord(...)` without the dataclass initialiser's per-field lookups (once a hand)."""
+    record: RoundRecord = _new(RoundRecord)
+    _rr_hands(record, hands)
+    _rr_boneyard(record, boneyard)
+    _rr_leader(record, leader)
+    _rr_moves(record, moves)
+    _rr_result(record, result)
+    return record
