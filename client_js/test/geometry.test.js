@@ -83,3 +83,39 @@ test("a spinner played inside an arm branches across it", () => {
   assert.ok(Math.sign(nodes[5].rect.cy - spin.cy) !== Math.sign(nodes[8].rect.cy - spin.cy));
   assert.ok(nodes[4].rect.cx < spin.cx, "2-1 continues west past the spinner");
 });
+
+/** A random layout as games make them: arms of ordinary tiles, one spinner, doubles across. */
+function randomLayout(seed, size) {
+  let s = seed;
+  const random = () => (s = (s * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const lead = random() < 0.5 ? "6-6" : "6-4";
+  const layout = [{ tile: lead, parent: null, side: null, inner: null, spinner: lead === "6-6" }];
+  const ends = [[0, "L"], [0, "R"]];
+  const covered = new Map([[0, 0]]);
+  let spinnerPlayed = layout[0].spinner;
+  while (layout.length < size && ends.length) {
+    const [parent, side] = ends.splice(Math.floor(random() * ends.length), 1)[0];
+    const double = random() < 0.2;
+    const spinner = double && !spinnerPlayed;
+    spinnerPlayed ||= spinner;
+    layout.push({ tile: double ? "3-3" : "3-1", parent, side, inner: 3, spinner });
+    if (layout[parent].spinner && (side === "L" || side === "R")) {
+      const n = (covered.get(parent) ?? 1) + 1; // the tile a later spinner was played on covers one
+      covered.set(parent, n);
+      if (n === 2) ends.push([parent, "U"], [parent, "D"]);
+    }
+    ends.push([layout.length - 1, spinner ? "R" : "O"]);
+  }
+  return layout;
+}
+
+test("random full layouts never overlap, whatever the board's shape", () => {
+  for (let seed = 1; seed <= 150; seed++) {
+    const layout = randomLayout(seed, 28);
+    for (const box of [{ w: 16, h: 15 }, { w: 22, h: 12 }, { w: 30, h: 12 }]) {
+      const { nodes } = placeLayout(layout, box);
+      assert.equal(nodes.length, layout.length);
+      assert.ok(noOverlaps(nodes), `seed ${seed}, box ${JSON.stringify(box)}`);
+    }
+  }
+});

@@ -63,6 +63,17 @@ function anchorOf(parent, dir) {
  * near, far, double}], bounds: {x, y, w, h}}.
  */
 export function placeLayout(layout, box = { w: 16, h: 12 }) {
+  // an arm boxed in (say, a spinner played on an arm that had already turned back) would
+  // have to overlap: lay it all out again in a roomier box; the board then scales down
+  let result = placeIn(layout, box);
+  for (let k = 1; k <= 4 && !noOverlaps(result.nodes); k++) {
+    const next = placeIn(layout, { w: box.w + 4 * k, h: box.h + 4 * k });
+    if (noOverlaps(next.nodes) || k === 4) result = next;
+  }
+  return result;
+}
+
+function placeIn(layout, box) {
   const placed = [];
   const obstacles = []; // {rect, owner}: owner = node index whose arm may use it
   const children = new Map();
@@ -92,21 +103,23 @@ export function placeLayout(layout, box = { w: 16, h: 12 }) {
     const arm = armOf(parent, node.side);
     const along = t.double ? 1 : 2;
     const across = t.double ? 2 : 1;
-    const order = [arm.dir, arm.fold, BACK[arm.fold]];
-    let choice = null;
-    for (const dir of order) {
+    const at = (dir) => {
       const [ax, ay] = anchorOf(parent, dir);
-      const rect = rectFor(ax, ay, dir, along, across);
-      const straight = dir === arm.leg || dir === BACK[arm.leg];
-      if (straight && !insideBox(rect, dir, box)) continue;
-      if (!free(rect, arm.owner)) continue;
-      choice = { dir, rect };
-      break;
-    }
-    if (!choice) {
-      const [ax, ay] = anchorOf(parent, arm.dir);
-      choice = { dir: arm.dir, rect: rectFor(ax, ay, arm.dir, along, across) };
-    }
+      return { dir, rect: rectFor(ax, ay, dir, along, across) };
+    };
+    const straight = (c) => c.dir === arm.leg || c.dir === BACK[arm.leg];
+    const fits = (c, withinBox, reservedOk) =>
+      (!withinBox || !straight(c) || insideBox(c.rect, c.dir, box)) &&
+      (reservedOk ? placed.every((p) => !overlaps(c.rect, p.rect)) : free(c.rect, arm.owner));
+    // straight on inside the box, else turn the arm's way, else the other way; failing
+    // that, past the box, across a reserved corridor, and only then onto another tile
+    const preferred = [arm.dir, arm.fold, BACK[arm.fold]].map(at);
+    const anyWay = [arm.dir, arm.fold, BACK[arm.fold], BACK[parent.dir]]
+      .filter((d) => d !== BACK[parent.dir] || parent.root || parent.spinner).map(at);
+    const choice = preferred.find((c) => fits(c, true, false))
+      ?? anyWay.find((c) => fits(c, false, false))
+      ?? anyWay.find((c) => fits(c, false, true))
+      ?? at(arm.dir);
     const turned = choice.dir !== arm.leg;
     const inner = node.inner ?? t.a;
     const outer = inner === t.a ? t.b : t.a;
@@ -162,7 +175,8 @@ function reserveSpinnerArms(spinner, obstacles, box, index, root) {
   for (const dir of dirs) {
     const r = spinner.rect;
     const [dx, dy] = DIRS[dir];
-    const reach = root ? (dx !== 0 ? box.w / 2 : box.h / 2) : 4;
+    // a spinner inside an arm keeps room for one tile each way, so that arm can still snake
+    const reach = root ? (dx !== 0 ? box.w / 2 : box.h / 2) : 3.2;
     const len = Math.max(0, reach - (dx !== 0 ? r.w / 2 : r.h / 2));
     const ax = dx > 0 ? r.x + r.w : dx < 0 ? r.x : r.cx;
     const ay = dy > 0 ? r.y + r.h : dy < 0 ? r.y : r.cy;
