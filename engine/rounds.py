@@ -69,7 +69,7 @@ def deal(rules: Rules, rng: random.Random) -> tuple[tuple[tuple[int, ...], ...],
         j = floor(rand() * size)  # = int() here (never negative), and cheaper
         tiles[i], tiles[j] = tiles[j], tiles[i]
     n = rules.hand_size
-    hands = tuple(tuple(tiles[i * n:(i + 1) * n]) for i in range(rules.players))
+    hands = tuple([tuple(tiles[i * n:(i + 1) * n]) for i in range(rules.players)])
     return hands, tuple(tiles[rules.players * n:])
 
 

@@ -93,31 +93,37 @@ def tile_index(text: object) -> int:
     return Tile.parse(text).index
 
 
-def mask_tiles(mask: int) -> list[int]:
-    """The tile indexes set in a hand bitmask, highest tile first."""
-    out = []
-    while mask:
-        top = mask.bit_length() - 1
-        out.append(top)
-        mask ^= 1 << top
-    return out
+_TILES_BY_BYTE = tuple(
+    tuple(tuple(7 * chunk + b for b in range(6, -1, -1) if bits >> b & 1) for bits in range(128))
+    for chunk in range(4)
+)
+"""_TILES_BY_BYTE[c][bits]: the tiles of 7-bit chunk c of a hand mask, highest first."""
+_PIPS_BY_BYTE = tuple(
+    tuple(sum(PIPS[t] for t in tiles) for tiles in chunk) for chunk in _TILES_BY_BYTE
+)
+"""_PIPS_BY_BYTE[c][bits]: the pips of those tiles."""
+_T0, _T1, _T2, _T3 = _TILES_BY_BYTE
+_P0, _P1, _P2, _P3 = _PIPS_BY_BYTE
 
 
 def mask_tile_tuple(mask: int) -> tuple[int, ...]:
-    """`mask_tiles` as a tuple."""
-    return tuple(mask_tiles(mask))
+    """The tile indexes set in a hand bitmask, highest tile first."""
+    return _T3[mask >> 21] + _T2[mask >> 14 & 127] + _T1[mask >> 7 & 127] + _T0[mask & 127]
 
 
-def hand_mask(tiles: Iterable[int]) -> int:
-    """The bitmask of a collection of distinct tile indexes."""
-    return sum(map(BIT.__getitem__, tiles))
+def mask_tiles(mask: int) -> list[int]:
+    """The tile indexes set in a hand bitmask, highest tile first."""
+    return list(mask_tile_tuple(mask))
 
 
 def mask_pips(mask: int) -> int:
     """The pips of a hand bitmask."""
-    total = 0
-    while mask:
-        bit = mask & -mask
-        total += PIPS[bit.bit_length() - 1]
-        mask ^= bit
-    return total
+    return _P3[mask >> 21] + _P2[mask >> 14 & 127] + _P1[mask >> 7 & 127] + _P0[mask & 127]
+
+
+def hand_mask(tiles: Iterable[int]) -> int:
+    """The bitmask of a collection of tile indexes."""
+    mask = 0
+    for t in tiles:
+        mask |= BIT[t]
+    return mask
