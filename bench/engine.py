@@ -10,6 +10,9 @@
    new state and its events) and through `play_out_hand` (the simulation path for bots).
    Rates use the process's CPU time, so other work on the machine distorts them less; the
    runs alternate in slices and the best slice of each is reported.
+3. Where our time goes on that game: CPU microseconds per `legal_moves`, per `apply` of a
+   move inside a hand, per `apply` of a hand's last move (settling it and dealing the next)
+   and per `play_out_hand` (a whole hand), over positions recorded from random play.
 Prints figures only; asserts nothing.
 """
 
@@ -20,12 +23,13 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import PRESETS, apply, legal_moves, new_game
+from engine import PRESETS, GameState, Move, apply, legal_moves, new_game
 from engine.playout import play_out_hand
 from engine.selfplay import selfplay
 
@@ -119,6 +123,65 @@ def compare(seconds: float, rounds: int) -> dict[str, Any]:
     }
 
 
+def parts(rounds: int) -> dict[str, float]:
+    """CPU microseconds per call of the hot paths on BLOCK_7 positions from random play."""
+    rand = random.Random(7).random
+    inside: list[tuple[GameState, int, Move]] = []
+    last: list[tuple[GameState, int, Move]] = []
+    starts: list[GameState] = []
+    game = 0
+    state = new_game(BLOCK_7, 4, game)
+    while len(last) < 300:
+        if not state.nodes:
+            starts.append(state)
+        turn = state.turn
+        assert turn is not None
+        moves = legal_moves(state)
+        move = moves[int(rand() * len(moves))]
+        new, events = apply(state, turn, move)
+        if len(events) == 1:
+            inside.append((state, turn, move))
+        elif not new.game_over:
+            last.append((state, turn, move))
+        state = new
+        if state.game_over:
+            game += 1
+            state = new_game(BLOCK_7, 4, game)
+
+    def per_call(run: Callable[[], int]) -> float:
+        best = float("inf")
+        for _ in range(rounds):
+            start = time.process_time()
+            calls = run()
+            best = min(best, (time.process_time() - start) / calls)
+        return round(best * 1e6, 2)
+
+    def run_legal() -> int:
+        for position, _, _ in inside:
+            legal_moves(position)
+        return len(inside)
+
+    def run_apply(triples: list[tuple[GameState, int, Move]]) -> Callable[[], int]:
+        def run() -> int:
+            for position, seat, move in triples:
+                apply(position, seat, move)
+            return len(triples)
+        return run
+
+    def run_playout() -> int:
+        rng = random.Random(1)
+        for position in starts:
+            play_out_hand(position, rng)
+        return len(starts)
+
+    return {
+        "legal_moves_us": per_call(run_legal),
+        "apply_in_hand_us": per_call(run_apply(inside)),
+        "apply_hand_end_and_deal_us": per_call(run_apply(last)),
+        "play_out_hand_us_per_hand": per_call(run_playout),
+    }
+
+
 def per_preset(names: list[str], seconds: float) -> list[dict[str, Any]]:
     """selfplay figures per preset and seat count, rates in CPU time."""
     rows = []
@@ -152,6 +215,8 @@ def main() -> None:
               f"{row['hands_per_second']:>10.0f}{row['moves_per_second']:>11.0f}")
     print("== per hand against the PyPI package `dominoes` (same game, random players)")
     print(json.dumps(compare(args.seconds, args.rounds)))
+    print("== CPU microseconds per call on that game")
+    print(json.dumps(parts(max(args.rounds, 3))))
 
 
 if __name__ == "__main__":
