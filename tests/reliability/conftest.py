@@ -19,12 +19,8 @@ FAST = {"RATE": "1000/2000", "LOG_LEVEL": "INFO"}
 
 @pytest.fixture
 def own_redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    try:
+    with RedisServer() as server:
         yield server
-    finally:
-        server.close()
 
 
 async def start(process: ServiceProcess) -> ServiceProcess:
