@@ -207,6 +207,22 @@ def _lead(table: Table, seat: int, tile: int, move: Play) -> tuple[Nodes, Ends]:
     return lead(tile, IS_DOUBLE[tile] and rules.spinners != "none")
 
 
+def _end_of(ends: Ends, tile: int, on: int) -> int:
+    """Index of the first end of layout tile `on` that `tile` matches, or -1."""
+    high = HIGH[tile]
+    low = LOW[tile]
+    if len(ends) == 2:  # a line, written out
+        end = ends[0]
+        if end[4] == on and (end[2] == high or end[2] == low):
+            return 0
+        end = ends[1]
+        return 1 if end[4] == on and (end[2] == high or end[2] == low) else -1
+    for i, end in enumerate(ends):
+        if end[4] == on and (end[2] == high or end[2] == low):
+            return i
+    return -1
+
+
 def _resolve_on(nodes: Nodes, ends: Ends, tile: int, on_tile: Tile | None,
                 four_first: bool) -> tuple[int, int]:
     """(end index, layout tile) a play of `tile` on `on_tile` takes; raises when it cannot."""
@@ -242,13 +258,8 @@ def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Even
         on_tile = move.on
         index = -1
         if on_tile is not None and not rules.all_four_first:
+            index = _end_of(ends, tile, on_tile.index)
             on = on_tile.index
-            high = HIGH[tile]
-            low = LOW[tile]
-            for i, e in enumerate(ends):
-                if e[4] == on and (e[2] == high or e[2] == low):
-                    index = i
-                    break
         if index < 0:
             index, on = _resolve_on(nodes, ends, tile, on_tile, rules.all_four_first)
         parent, parent_side, value, _, _ = ends[index]
