@@ -2,9 +2,11 @@
 
 `play_out_hand` makes exactly the moves `legal_moves` + `apply` would make for the same random
 numbers (move k of the list, k = int(random() * len(list))), but keeps the position in local
-variables instead of building a `GameState` and events for every move. The move that ends the
-hand (or the game) goes through `apply`, so settling, bonuses and the next deal are the
-engine's own. Imports engine modules and `random` only.
+variables instead of building a `GameState` and events for every move, and never builds the
+list: it counts the tiles that fit each end (the list's order is per end, tiles ascending) and
+takes tile k of them. A hand is blocked when no tile of the union of all hands fits. The move
+that ends the hand (or the game) goes through `apply`, so settling, bonuses and the next deal
+are the engine's own. Imports engine modules, `math` and `random` only.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rounds: dealing, who leads (rules.md §4-5), settling a finished hand and the game's end (§6).
 
 Randomness comes only from `random.Random` instances seeded with (game seed, round).
-Imports only engine modules and `random`.
+Imports only engine modules and the standard library (`random`, `math`).
 """
 
 from __future__ import annotations

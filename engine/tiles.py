@@ -1,7 +1,8 @@
 """Tiles of the double-six set and their integer encoding used on the hot path.
 
 A tile's `index` (0..27) is `high*(high+1)//2 + low`; hands are bitmasks over
-those indexes. Imports only `engine.errors`.
+those indexes (hand contents and pips come from per-7-bit tables). Imports only
+`engine.errors`.
 """
 
 from __future__ import annotations
