@@ -8,6 +8,7 @@ Imports only engine modules.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import add
 
 from engine.errors import IllegalMove, InvalidNotation, InvalidTranscript
 from engine.layout import End, Ends, Nodes, attach, candidate_ons, find_end, lead, open_mask
@@ -362,7 +363,7 @@ def _domino(state: GameState, seat: int, tile: int, on: int, points: int, total:
     if rules.exact and scores[side] + points + gains[side] > rules.target:
         points = gains[side] = bonus = 0
         log = (*state.log, (seat, PLAYED, tile, on, 0, total))
-    new_scores = tuple(s + g for s, g in zip(scores, gains, strict=True))
+    new_scores = tuple(map(add, scores, gains))
     new_scores = (*new_scores[:side], new_scores[side] + points, *new_scores[side + 1:])
     events: list[Event] = [{
         "type": "play", "seat": seat, "tile": NAMES[tile], "on": NAMES[on] if on >= 0 else None,
@@ -387,7 +388,7 @@ def _blocked(state: GameState, seat: int, hands: tuple[int, ...], boneyard: tupl
                 gains[i] = 0
                 if i == outcome.winner:
                     bonus = 0
-    new_scores = tuple(s + g for s, g in zip(scores, gains, strict=True))
+    new_scores = tuple(map(add, scores, gains))
     winner = game_result(rules, new_scores)
     return close_round(state, hands, boneyard, nodes, ends, log, new_scores, "blocked",
                        outcome.winner, bonus, outcome.pips, outcome.next_lead, winner, events)

@@ -200,8 +200,8 @@ def settle(state: GameState, hands: tuple[int, ...], end: str, last_seat: int,
     rules = table.rules
     sides, side_of = table.sides, table.side_of
     players = rules.players
-    pips = tuple(mask_pips(m) for m in hands)
-    side_pips = [sum(pips[s] for s in side) for side in sides]
+    pips = tuple(map(mask_pips, hands))
+    side_pips = list(pips) if len(sides) == players else [pips[a] + pips[b] for a, b in sides]
     unit, scale, rounding = rules.unit, rules.scale, rules.bonus_rounding
     gains = [0] * len(sides)
     winner: int | None
