@@ -3,8 +3,9 @@
 Owns: which tables this process watches, the last version queued to each local connection,
 presence of seats across processes, chat relay, and replacement of a seat's older connection.
 For each table with local sockets it subscribes to TableService.notice_channel and the table's
-live channel. On a notice it fetches, per audience, frames_since(the audience's last delivered
-version) ONCE and queues the same bytes on every socket of that audience, in order, never twice.
+live channel. On a notice it fetches, for every audience at once, the frames since that audience's
+last delivered version (TableService.frames_since_many: one read of the table's history) and
+queues the same bytes on every socket of that audience, in order, never twice.
 Must not import the engine, and knows no game rules.
 """
 
@@ -314,16 +315,12 @@ class Hub:
             todo.append((audience, live, low))
         if not todo:
             return
-        # One fetch per audience, all audiences at once (one round trip of waiting, not N).
-        fetched = await asyncio.gather(
-            *(self.service.frames_since(table.id, audience, low) for audience, _, low in todo),
-            return_exceptions=True,
-        )
-        for result in fetched:
-            if isinstance(result, BaseException):
-                raise result
+        # One read of the table's history serves every audience (one entry per version).
+        fetched = await self.service.frames_since_many(
+            table.id, {audience: low for audience, _, low in todo})
         sent = False
-        for (audience, live, _), frames in zip(todo, fetched, strict=True):
+        for audience, live, _ in todo:
+            frames = fetched[audience]
             if frames is None:
                 version, doc = await self.service.snapshot(table.id, audience)
                 self.metrics.snapshots.labels(reason="history_gone").inc()

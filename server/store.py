@@ -21,6 +21,7 @@ Imports no project module besides nothing; must not import engine.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import functools
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -217,28 +218,49 @@ class Store:
         value = await self.redis.get(TableKeys(table_id).client(seat, client_id))
         return int(value) if value is not None else None
 
-    @reconnecting
     async def frames_since(
         self, table_id: str, audience: str, since: int
     ) -> list[tuple[int, bytes]] | None:
         """The frames of ``audience`` for versions since+1..current, or None when part of that
         history is gone (trimmed) or ``since`` is not a version of this table."""
+        return (await self.frames_since_many(table_id, {audience: since}))[audience]
+
+    @reconnecting
+    async def frames_since_many(
+        self, table_id: str, sinces: Mapping[str, int]
+    ) -> dict[str, list[tuple[int, bytes]] | None]:
+        """For each audience -> since, what ``frames_since`` answers, from ONE read of the
+        stream (every audience's frame of a version is in the same entry)."""
+        if not sinces:
+            return {}
         keys = TableKeys(table_id)
+        low = max(0, min(sinces.values()))
         # Two single-key reads in order (no MULTI, so Redis Cluster pipelines work too): the
         # stream is read after the version, so it reaches at least that version.
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.get(keys.version)
-            pipe.xrange(keys.stream, min=f"0-{since + 1}", max="+")
+            pipe.xrange(keys.stream, min=f"0-{low + 1}", max="+")
             version_raw, entries = await pipe.execute()
         current = int(version_raw) if version_raw is not None else 0
+        versions = [int(as_bytes(entry_id).split(b"-", 1)[1]) for entry_id, _ in entries]
+        return {
+            audience: self._frames_of(audience, since, current, versions, entries)
+            for audience, since in sinces.items()
+        }
+
+    @staticmethod
+    def _frames_of(
+        audience: str, since: int, current: int, versions: list[int], entries: list[Any]
+    ) -> list[tuple[int, bytes]] | None:
+        """One audience's frames since+1..current out of the entries read, or None."""
         if since < 0 or since > current or current == 0:
             return None
         frames: list[tuple[int, bytes]] = []
         expected = since + 1
         wanted = audience.encode()
-        for entry_id, fields in entries:
-            version = int(as_bytes(entry_id).split(b"-", 1)[1])
-            frame = fields.get(wanted)
+        for index in range(bisect.bisect_left(versions, expected), len(entries)):
+            version = versions[index]
+            frame = entries[index][1].get(wanted)
             if version != expected or frame is None:
                 return None
             frames.append((version, as_bytes(frame)))

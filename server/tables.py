@@ -143,14 +143,30 @@ class TableService:
 
     async def frames_since(self, table_id: str, audience: str,
                            since: int) -> list[tuple[int, bytes]] | None:
-        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
-            return None
+        return (await self.frames_since_many(table_id, {audience: since}))[audience]
+
+    async def frames_since_many(
+        self, table_id: str, sinces: Mapping[str, int]
+    ) -> dict[str, list[tuple[int, bytes]] | None]:
+        """audience -> the frames after its `since` (None: a snapshot is needed), from one read
+        of the table's history however many audiences are asked for."""
+        answers: dict[str, list[tuple[int, bytes]] | None] = {}
+        wanted: dict[str, int] = {}
+        for audience, since in sinces.items():
+            if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+                answers[audience] = None
+            else:
+                wanted[audience] = since
+        if not wanted:
+            return answers
         if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
             raise unknown_table(str(table_id))
-        if audience != SPECTATORS and audience not in ("0", "1", "2", "3"):
-            raise Rejected("bad_request", f"no audience {audience!r}", status=400)
+        for audience in wanted:
+            if audience != SPECTATORS and audience not in ("0", "1", "2", "3"):
+                raise Rejected("bad_request", f"no audience {audience!r}", status=400)
         async with unavailable_on_redis_error():
-            return await self.store.frames_since(table_id, audience, since)
+            answers.update(await self.store.frames_since_many(table_id, wanted))
+        return {audience: answers[audience] for audience in sinces}
 
     def notice_channel(self, table_id: str) -> str:
         return f"t:{{{table_id}}}:n"
