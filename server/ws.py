@@ -343,7 +343,15 @@ class Session:
         except Rejected as rej:
             self._reject(client_id, rej.code, rej.message, rej.version)
         else:
-            await self.hub.pump_now(self.conn.table, new_version)
+            # The move is committed: its answer is `accepted` whatever happens to delivery. A
+            # diff that cannot be fetched now is retried in the background (and a client that
+            # sees `accepted` before the diff detects the gap and syncs).
+            try:
+                await self.hub.pump_now(self.conn.table, new_version)
+            except (RedisError, OSError, Rejected) as exc:
+                self.metrics.redis_errors.inc()
+                self.log("delivery after commit failed", level=logging.WARNING, error=repr(exc))
+                self.hub.request_pump(self.conn.table, None)
             self.conn.send_message({"t": "accepted", "id": client_id, "v": new_version})
             self.metrics.moves_accepted.inc()
         self.metrics.ack_seconds.observe(time.perf_counter() - started)
