@@ -21,7 +21,10 @@ from typing import Any
 
 import msgpack
 import redis.asyncio as aioredis
+from redis.asyncio.client import PubSub
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+from redis.retry import Retry
 
 from server.connection import Close, Connection, pack
 from server.logs import event, now_ms
@@ -82,7 +85,7 @@ class Hub:
         self.metrics = metrics
         self.settings = settings
         self.process_id = process_id
-        self.pubsub = redis.pubsub()
+        self.pubsub = self._new_pubsub()
         self.tables: dict[str, LocalTable] = {}
         self.channels: dict[str, tuple[str, str]] = {}  # channel -> (kind, table id)
         self.claims: dict[int, int] = {}  # connection id -> claim number
@@ -99,6 +102,7 @@ class Hub:
                 break
             except (RedisError, OSError) as exc:
                 self._redis_error(exc, None)
+                await self._renew_pubsub(subscribe=False)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), 0.5)
         async with asyncio.TaskGroup() as group:
@@ -343,13 +347,40 @@ class Hub:
 
     # ---- pub/sub reader --------------------------------------------------------------------
 
+    def _new_pubsub(self) -> PubSub:
+        """A pub/sub on a connection that never reconnects by itself: redis-py's own reconnect
+        inside a read can race a concurrent subscribe and leave those subscriptions on a second
+        socket that nobody reads. The reader renews it instead (`_renew_pubsub`)."""
+        pool = getattr(self.redis, "connection_pool", None)
+        if pool is None:  # Redis Cluster: its pub/sub picks a node by itself
+            return self.redis.pubsub()
+        kwargs = {**pool.connection_kwargs, "retry": Retry(NoBackoff(), 0)}
+        kwargs.pop("retry_on_error", None)
+        own = aioredis.ConnectionPool(connection_class=pool.connection_class, max_connections=1,
+                                      **kwargs)
+        return aioredis.Redis(connection_pool=own).pubsub()
+
+    async def _renew_pubsub(self, *, subscribe: bool) -> None:
+        """Replace the pub/sub after an error and (when asked) subscribe it again to every
+        channel; each table's subscribe confirmation makes the reader fetch what was missed
+        meanwhile. Raises the Redis error if it cannot; the reader tries again."""
+        old, self.pubsub = self.pubsub, self._new_pubsub()
+        with contextlib.suppress(RedisError, OSError):
+            await old.aclose()
+        if subscribe:
+            await self.pubsub.subscribe(PROCESS_CHANNEL, *self.channels)
+
     async def _read_loop(self) -> None:
         while True:
             try:
+                if not self.pubsub.subscribed:  # a renewal that found Redis still down
+                    raise aioredis.ConnectionError("not subscribed")
                 message = await self.pubsub.get_message(timeout=1.0)
             except (RedisError, OSError) as exc:
                 self._redis_error(exc, None)
                 await asyncio.sleep(0.5)
+                with contextlib.suppress(RedisError, OSError):
+                    await self._renew_pubsub(subscribe=True)
                 continue
             if message is None:
                 continue
