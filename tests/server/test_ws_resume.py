@@ -19,6 +19,18 @@ from tests.support.servers import (
 RULES = {"preset": "all-fives", "target": 20}
 
 
+async def seat_two_players(server: ServiceProcess) -> tuple[str, list[str], list[GameClient]]:
+    """A new 2-player table on `server` with both seats taken and connected: (id, tokens,
+    clients)."""
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        table = await create_table(http, rules=RULES, players=2)
+        tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
+    players = [await GameClient.connect(server.ws_url) for _ in range(2)]
+    for client, token in zip(players, tokens, strict=True):
+        await client.hello(table, token)
+    return table, tokens, players
+
+
 async def test_a_dropped_player_resumes_with_since_and_matches_a_fresh_snapshot(
     service: ServiceProcess, http: httpx.AsyncClient
 ) -> None:
@@ -69,12 +81,7 @@ async def test_a_dropped_player_resumes_with_since_and_matches_a_fresh_snapshot(
 async def test_a_killed_server_loses_no_acknowledged_move(redis_url: str) -> None:
     server = ServiceProcess(redis_url, env=FAST).start()
     try:
-        async with httpx.AsyncClient(base_url=server.url) as http:
-            table = await create_table(http, rules=RULES, players=2)
-            tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
-        players = [await GameClient.connect(server.ws_url) for _ in range(2)]
-        for client, token in zip(players, tokens, strict=True):
-            await client.hello(table, token)
+        table, tokens, players = await seat_two_players(server)
         await play_to_end(dict(enumerate(players)), [], stop_after=5)
         acked = [m for p in players for m in p.messages if m["t"] == "accepted"]
         last_acked = max(m["v"] for m in acked)
@@ -135,12 +142,7 @@ async def test_two_processes_on_one_redis_serve_one_table(redis_url: str) -> Non
 async def test_sigterm_closes_sockets_with_1001_and_every_table_resumes(redis_url: str) -> None:
     server = ServiceProcess(redis_url, env=FAST).start()
     try:
-        async with httpx.AsyncClient(base_url=server.url) as http:
-            table = await create_table(http, rules=RULES, players=2)
-            tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
-        players = [await GameClient.connect(server.ws_url) for _ in range(2)]
-        for client, token in zip(players, tokens, strict=True):
-            await client.hello(table, token)
+        table, tokens, players = await seat_two_players(server)
         await play_to_end(dict(enumerate(players)), [], stop_after=4)
         held = [(p.v, p.doc) for p in players]
         await asyncio.to_thread(server.stop)
