@@ -42,13 +42,10 @@ def _advance(state: GameState, steps: int, rng: random.Random) -> GameState:
     return state
 
 
-@SETTINGS
-@given(preset=st.sampled_from(PRESET_NAMES), players=st.sampled_from(PLAYER_COUNTS),
-       seed=st.integers(0, 10_000), level=st.sampled_from(BOT_LEVELS))
-def test_every_bot_plays_only_legal_moves(preset: str, players: int, seed: int,
-                                          level: str) -> None:
-    state = new_game(preset, players, seed)
-    for n in range(90):
+
+def play_checking_legality(state: GameState, level: str, seed: int, moves: int) -> None:
+    """Let `level` play every seat for up to `moves` moves, asserting each move is legal."""
+    for n in range(moves):
         if state.game_over:
             break
         seat = state.turn
@@ -56,6 +53,15 @@ def test_every_bot_plays_only_legal_moves(preset: str, players: int, seed: int,
         move = choose_move(level, view(state, seat), seed + n, **FAST)
         assert move in legal_moves(state)
         state, _ = apply(state, seat, move)
+
+
+@SETTINGS
+@given(preset=st.sampled_from(PRESET_NAMES), players=st.sampled_from(PLAYER_COUNTS),
+       seed=st.integers(0, 10_000), level=st.sampled_from(BOT_LEVELS))
+def test_every_bot_plays_only_legal_moves(preset: str, players: int, seed: int,
+                                          level: str) -> None:
+    state = new_game(preset, players, seed)
+    play_checking_legality(state, level, seed, 90)
 
 
 def _replayed(state: GameState, hands: list[list[str]], boneyard: list[str]) -> GameState | None:
@@ -210,14 +216,7 @@ def test_bots_stay_legal_under_rule_overrides(case: tuple[dict[str, object], int
                                               level: str) -> None:
     spec, players = case
     state = new_game(spec, players, seed)
-    for n in range(120):
-        if state.game_over:
-            break
-        seat = state.turn
-        assert seat is not None
-        move = choose_move(level, view(state, seat), seed + n, **FAST)
-        assert move in legal_moves(state)
-        state, _ = apply(state, seat, move)
+    play_checking_legality(state, level, seed, 120)
 
 
 def test_strong_is_a_pure_function_of_view_and_seed_under_a_sample_budget() -> None:

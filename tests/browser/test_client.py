@@ -29,6 +29,21 @@ def version(page: Page) -> str:
     return page.locator(".table-page").get_attribute("data-v") or ""
 
 
+
+def play_my_moves(page: Page, limit: int) -> int:
+    """Play up to `limit` of our own moves (waiting out the bot's), stopping at a hand summary;
+    returns how many were played."""
+    mine = 0
+    for _ in range(MAX_STEPS):
+        if mine >= limit or page.locator(".overlay:not([hidden])").count():
+            break
+        if play_one(page):
+            mine += 1
+        else:
+            page.wait_for_timeout(50)
+    return mine
+
+
 def play_one(page: Page) -> bool:
     """If this page may move, make one move by clicking and wait for the new version."""
     before = click_move(page)
@@ -232,14 +247,7 @@ def test_a_table_against_a_bot_created_from_the_lobby(
     expect(page.locator("form.create-form")).to_be_visible()
     shots(page, "00-lobby")
     create_against_bot_from_lobby(page, service.url)
-    mine = 0
-    for _ in range(MAX_STEPS):
-        if mine >= 4 or page.locator(".overlay:not([hidden])").count():
-            break
-        if play_one(page):
-            mine += 1
-        else:
-            page.wait_for_timeout(50)
+    mine = play_my_moves(page, 4)
     assert mine >= 1
     history = page.locator(".history li")
     assert history.count() >= mine
@@ -263,14 +271,7 @@ def test_a_360_pixel_wide_page_is_playable(
     create_against_bot_from_lobby(page, service.url, clock="realtime")
     # the seat to move shows its turn clock counting down from the document's deadline
     expect(page.locator(".seat-chip.turn .clock")).to_have_text(re.compile(r"\d+:\d\d"))
-    mine = 0
-    for _ in range(MAX_STEPS):
-        if mine >= 3 or page.locator(".overlay:not([hidden])").count():
-            break
-        if play_one(page):
-            mine += 1
-        else:
-            page.wait_for_timeout(50)
+    mine = play_my_moves(page, 3)
     assert mine >= 1
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 360, f"page scrolls sideways: {width}px"

@@ -12,11 +12,7 @@ import redis.asyncio
 from server.rejected import Rejected
 from server.store import Store
 from server.tables import TableService
-from tests.support.tables import ManualClock, new_table, play_random
-
-
-def frames(v: int) -> dict[str, bytes]:
-    return {"0": b"seat0-%d" % v, "1": b"seat1-%d" % v, "s": b"spec-%d" % v}
+from tests.support.tables import ManualClock, frames, new_table, play_random
 
 
 async def test_store_answers_every_audience_from_its_own_since(

@@ -9,10 +9,7 @@ from redis.crc import key_slot
 
 from server.store import DEADLINES, Store, TableKeys
 from tests.support.redis_server import RedisServer
-
-
-def frames(v: int) -> dict[str, bytes]:
-    return {"0": b"seat0-%d" % v, "1": b"seat1-%d" % v, "s": b"spec-%d" % v}
+from tests.support.tables import frames
 
 
 async def test_first_commit_creates_the_table_at_version_one(

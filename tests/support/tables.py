@@ -4,6 +4,7 @@
   free seat; returns (table id, {seat: token}).
 - ``await play_random(service, table_id, rng, move_id)`` makes one legal move for the seat to
   move (a person's seat), chosen by ``rng`` from that seat's ``legal`` list; returns the version.
+- ``frames(v)``: hand-written frames of one version, for tests of the store alone.
 - ``DocumentFollower`` keeps one audience's document up to date from the stored frames, the
   way a client does, and checks it against a fresh snapshot.
 """
@@ -17,6 +18,11 @@ import msgpack
 
 from server.diff import apply_ops
 from server.tables import TableService
+
+
+def frames(v: int) -> dict[str, bytes]:
+    """Hand-written frames of version `v` for seats 0 and 1 and the spectators (store tests)."""
+    return {"0": b"seat0-%d" % v, "1": b"seat1-%d" % v, "s": b"spec-%d" % v}
 
 
 async def new_table(service: TableService, players: int = 2,
