@@ -15,7 +15,7 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
 Global keys, each touched by single-key commands only: ``lobby:public`` (zset id -> created ms)
 and ``deadlines`` (zset ``<id>:<version>`` -> due ms).
 
-Imports no project module besides nothing; must not import engine.
+Imports no other project module; must not import engine.
 """
 
 from __future__ import annotations
