@@ -3,9 +3,11 @@
 Pure functions over immutable state: `new_game` / `game_from_deal` make a game,
 `legal_moves` lists the moves of the seat to move, `apply` returns the next state and
 the events a move caused, `view` shows a position to one seat. Transcripts
-(notation.md) are written by `to_transcript` and checked by `replay`.
+(notation.md) are written by `to_transcript` and checked by `replay`; `verify` checks a
+finished game's deals against the seed its transcript reveals and the `commitment` to it.
 """
 
+from engine.commitment import commitment
 from engine.data import state_from_data, state_to_data
 from engine.errors import (
     EngineError,
@@ -22,6 +24,7 @@ from engine.rules import DEFAULT_PRESET, PRESETS, Rules, rules_from_spec
 from engine.state import GameState, HandResult
 from engine.tiles import TILES, Tile
 from engine.transcript import replay, replay_views, to_transcript
+from engine.verify import verify
 from engine.views import redact_events, view
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "Rules",
     "Tile",
     "apply",
+    "commitment",
     "game_from_deal",
     "legal_moves",
     "load_transcript",
@@ -56,5 +60,6 @@ __all__ = [
     "state_from_data",
     "state_to_data",
     "to_transcript",
+    "verify",
     "view",
 ]

@@ -1,4 +1,5 @@
-"""Command line: `python -m engine replay FILE|-`, `python -m engine selfplay ...`.
+"""Command line: `python -m engine replay FILE|-`, `python -m engine verify FILE|-`,
+`python -m engine selfplay ...`.
 
 Each subcommand is a `register(subparsers)` function in `COMMANDS`; it sets `run`, which
 takes the parsed arguments and returns the exit status. Only this module reads or
@@ -50,6 +51,39 @@ def register_replay(sub: Any) -> None:
     p.set_defaults(run=run_replay)
 
 
+VERIFY_MISMATCH, VERIFY_ERROR = 1, 2
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """Check a finished game's deals against its revealed seed: exit 0 when everything
+    matches, 1 on a mismatch, 2 when the file cannot be checked (notation.md "Fair deals")."""
+    from engine.verify import verify
+
+    try:
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        _error("bad_file", f"cannot read {args.file}: {exc.strerror or exc}")
+        return VERIFY_ERROR
+    try:
+        result = verify(load_transcript(data), args.commitment)
+    except EngineError as exc:
+        _error(exc.code, exc.message, exc.round, exc.move)
+        return VERIFY_ERROR
+    except RecursionError:
+        _error("bad_format", "the transcript is nested too deeply")
+        return VERIFY_ERROR
+    _print(result)
+    return 0 if result["verified"] else VERIFY_MISMATCH
+
+
+def register_verify(sub: Any) -> None:
+    p = sub.add_parser("verify", help="check a finished game's deals against its revealed seed")
+    p.add_argument("file", help="transcript file (JSON or msgpack), or - for standard input")
+    p.add_argument("--commitment", metavar="HEX",
+                   help="the commitment the table showed when the game started")
+    p.set_defaults(run=run_verify)
+
+
 def run_selfplay(args: argparse.Namespace) -> int:
     """Play random games; print one JSON line of figures; optionally write transcripts."""
     from engine.selfplay import selfplay
@@ -91,7 +125,7 @@ from engine.match import register_match  # noqa: E402 (after the built-in comman
 from engine.terminal import register_play  # noqa: E402
 
 COMMANDS: list[Callable[[Any], None]] = [
-    register_replay, register_selfplay, register_match, register_play,
+    register_replay, register_verify, register_selfplay, register_match, register_play,
 ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.commitment import commitment, seed_text
 from engine.errors import EngineError, IllegalMove, InvalidNotation, InvalidTranscript
 from engine.game import apply_until_hand_end, game_from_deal
 from engine.moves import move_from_data
@@ -32,18 +33,27 @@ def _move_data(entry: LogEntry) -> dict[str, object]:
     return {"seat": seat, "pass": True}
 
 
-def to_transcript(state: GameState) -> dict[str, Any]:
-    """The game so far as a notation.md transcript (the current round too, unless over)."""
+def to_transcript(state: GameState, salt: str | None = None) -> dict[str, Any]:
+    """The game so far as a notation.md transcript (the current round too, unless over).
+
+    With `salt` (for a game that is over) it also reveals the seed, the salt and their
+    commitment (notation.md "Fair deals").
+    """
     table = state.table
     rounds = [
         (r.hands, r.boneyard, r.leader, r.moves) for r in table.past
     ]
     if not table.game_over:
         rounds.append((table.deal_hands, table.deal_boneyard, table.leader, state.log))
+    revealed: dict[str, object] = {}
+    if salt is not None:
+        revealed = {"seed": seed_text(table.seed), "salt": salt,
+                    "commitment": commitment(table.seed, salt)}
     return {
         "format": FORMAT,
         "rules": table.rules.spec_data(),
         "players": table.rules.players,
+        **revealed,
         "rounds": [
             {"hands": [[NAMES[t] for t in hand] for hand in hands],
              "boneyard": [NAMES[t] for t in boneyard],
