@@ -71,7 +71,10 @@ class Server:
         self.ws_url = f"ws://127.0.0.1:{self.port}/ws"
         full_env = {**os.environ, "REDIS_URL": redis_url, "PORT": str(self.port),
                     "HOST": "127.0.0.1", "LOG_LEVEL": "WARNING", "BOT_DELAY_MS": "0",
-                    "PYTHONWARNINGS": "ignore", **env}
+                    "PYTHONWARNINGS": "ignore",
+                    # the load client creates every table and takes every seat itself
+                    "CREATE_RATE": "1000000", "MAX_WAITING_TABLES": "1000000",
+                    "JOIN_RATE": "1000000", **env}
         with log.open("ab") as out:
             command = [python, "-m", "server"]
             if profile is not None:

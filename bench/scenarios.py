@@ -4,6 +4,7 @@
     python -m bench.scenarios idle --idle 10000     # idle websockets on one process
     python -m bench.scenarios reconnect             # dropped sockets and a kill -9, resume times
     python -m bench.scenarios abuse                 # honest tables' latency, calm vs under abuse
+    python -m bench.scenarios flood --tables 20     # chat floods and history replays (bench.floods)
 
 Everything runs on loopback: a fresh Redis and fresh server processes per scenario (bench.load's
 `Server`), clients spread over several 127.0.0.x source addresses. Every loop is bounded and
@@ -373,15 +374,22 @@ async def scenario_abuse(tables: int, seconds: float) -> None:
 # ---- entry point ------------------------------------------------------------------------------
 
 
+def flood(tables: int, bots: int, seconds: float) -> Awaitable[None]:
+    from bench.floods import scenario_flood  # bench.floods builds on this module
+
+    return scenario_flood(tables, bots, seconds)
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("which", nargs="*", default=["idle", "reconnect", "abuse"],
-                        choices=["idle", "reconnect", "abuse"])
+                        choices=["idle", "reconnect", "abuse", "flood"])
     parser.add_argument("--idle", type=int, default=10_000, help="idle connections")
     parser.add_argument("--tables", type=int, default=50, help="tables (reconnect, abuse)")
     parser.add_argument("--watchers", type=int, default=4, help="spectators per table")
     parser.add_argument("--seconds", type=float, default=20.0, help="abuse phase length")
+    parser.add_argument("--bots", type=int, default=10, help="person-vs-bot tables (flood)")
     return parser.parse_args(argv)
 
 
@@ -391,6 +399,7 @@ def main(argv: list[str] | None = None) -> None:
         "idle": lambda: scenario_idle(args.idle),
         "reconnect": lambda: scenario_reconnect(args.tables, args.watchers),
         "abuse": lambda: scenario_abuse(args.tables, args.seconds),
+        "flood": lambda: flood(args.tables, args.bots, args.seconds),
     }
     for name in args.which:
         asyncio.run(runs[name]())

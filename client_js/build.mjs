@@ -18,4 +18,7 @@ await build({
 });
 await copyFile("index.html", "dist/index.html");
 await copyFile("src/style.css", "dist/style.css");
-console.log("built dist/app.js, dist/index.html, dist/style.css");
+await copyFile("favicon.svg", "dist/favicon.svg");
+// The page is served with a Content-Security-Policy of 'self' only (no inline script or style,
+// no data: URLs): everything it uses must be a file of dist/.
+console.log("built dist/app.js, dist/index.html, dist/style.css, dist/favicon.svg");

@@ -32,9 +32,12 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "game_end": ("round_end", "exact"),
 }
 _BOOLS = ("partnerships", "blocked_bonus")
-_PER_COUNT: dict[str, int] = {"hand_size": 1, "bonus_points": 0, "boneyard_reserve": 0, "target": 1}
-"""Per-count integer options and their minimum."""
-_INTS: dict[str, int] = {"scale": 1}
+_PER_COUNT: dict[str, tuple[int, int]] = {
+    "hand_size": (1, 14), "bonus_points": (0, 1000), "boneyard_reserve": (0, 28),
+    "target": (1, 1000),
+}
+"""Per-count integer options and their (minimum, maximum), rules.md "Options"."""
+_INTS: dict[str, tuple[int, int]] = {"scale": (1, 5)}
 OPTION_KEYS: tuple[str, ...] = (
     "hand_size", "partnerships", "first_leader", "lead", "spinners", "spinner_opening",
     "scoring", "scale", "bonus", "bonus_points", "bonus_rounding", "blocked_bonus",
@@ -173,22 +176,23 @@ def _bad(option: str, message: str) -> InvalidRules:
 
 
 def _per_count(option: str, value: object, players: int, fallback: object) -> int:
-    minimum = _PER_COUNT[option]
+    minimum, maximum = _PER_COUNT[option]
     if isinstance(value, Mapping):
         for key, item in value.items():
             if key not in ("2", "3", "4"):
                 raise _bad(option, f"{option}: per-count keys are \"2\", \"3\", \"4\", not {key!r}")
-            if type(item) is not int or item < minimum:
-                raise _bad(option, f"{option}[{key}] must be an integer >= {minimum}")
+            if type(item) is not int or not minimum <= item <= maximum:
+                raise _bad(option, f"{option}[{key}] must be an integer from {minimum} to "
+                           f"{maximum}")
         if str(players) in value:
             value = value[str(players)]
         elif isinstance(fallback, Mapping):
             value = fallback[str(players)]
         else:
             value = fallback
-    if type(value) is not int or value < minimum:
-        raise _bad(option, f"{option} must be an integer >= {minimum} or an object keyed by "
-                   "player count")
+    if type(value) is not int or not minimum <= value <= maximum:
+        raise _bad(option, f"{option} must be an integer from {minimum} to {maximum} or an "
+                   "object keyed by player count")
     return value
 
 
@@ -253,8 +257,10 @@ def _resolve(spec: str | Mapping[str, object], players: int) -> Rules:
                 raise _bad(key, f"{key} must be true or false, not {value!r}")
             values[key] = value
         elif key in _INTS:
-            if type(value) is not int:
-                raise _bad(key, f"{key} must be an integer, not {value!r}")
+            low, high = _INTS[key]
+            if type(value) is not int or not low <= value <= high:
+                raise _bad(key, f"{key} must be an integer from {low} to {high}, not "
+                           f"{str(value)[:20]}")
             values[key] = value
         else:
             if value not in _CHOICES[key]:

@@ -6,9 +6,12 @@ websockets. SIGTERM closes every socket with 1001 first, so clients reconnect an
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import resource
 import signal
 import socket
+import sys
 
 import uvicorn
 
@@ -53,12 +56,49 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
+def port_free(host: str, port: int) -> bool:
+    """Whether ``host:port`` can be listened on now (as uvicorn will: SO_REUSEADDR set)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+FD_RESERVE = 256  # descriptors kept for Redis connections, bot workers, files and logs
+
+
+def connection_limit(settings: Settings) -> int:
+    """How many connections (HTTP and websocket) uvicorn serves at once; beyond it a new
+    request is answered 503 instead of the process running out of descriptors. MAX_CONNECTIONS,
+    or what the descriptor limit allows (raised to its hard limit first) less FD_RESERVE."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+    available = max(64, soft - FD_RESERVE)
+    return min(settings.max_connections, available) if settings.max_connections else available
+
+
 def main() -> None:
     settings = Settings.from_env()
+    if settings.port and not port_free(settings.host, settings.port):
+        sys.stderr.write(
+            f"error: {settings.host}:{settings.port} is already in use; "
+            f"start with PORT=<another port> (or stop what listens there)\n"
+        )
+        raise SystemExit(1)
     embedded: RedisProcess | None = None
     if settings.redis_url is None:
         embedded = RedisProcess(settings.data_dir / "redis")
-        settings = dataclasses.replace(settings, redis_url=embedded.start())
+        settings = dataclasses.replace(
+            settings, redis_url=embedded.start(), redis_embedded=True
+        )
     # uvicorn re-raises SIGTERM once it has shut down; turning it into SystemExit lets the
     # embedded Redis below stop cleanly too.
     signal.signal(signal.SIGTERM, _exit_on_signal)
@@ -68,6 +108,9 @@ def main() -> None:
             host=settings.host,
             port=settings.port,
             ws=settings.ws_impl,
+            proxy_headers=True,
+            limit_concurrency=connection_limit(settings),
+            forwarded_allow_ips=settings.forwarded_allow_ips,
             ws_max_size=settings.max_frame,
             ws_ping_interval=settings.ws_ping_interval_s,
             ws_ping_timeout=settings.ws_ping_timeout_s,

@@ -20,13 +20,16 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Mount, Route, WebSocketRoute
 
 from server import lobby, logs
 from server.connection import Close
+from server.guard import Guard, host_rules
 from server.hub import Hub
 from server.limits import AddressBudget
 from server.metrics import Metrics
+from server.quotas import Quotas
 from server.redis_embedded import RedisProcess
 from server.settings import Settings
 from server.tables import TableService
@@ -102,23 +105,28 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     if isinstance(redis, RedisCluster):
         await redis.initialize()  # the slot map; pub/sub picks its node from it
     metrics: Metrics = app.state.metrics
-    service = TableService(redis, bot_delay_ms=settings.bot_delay_ms)
+    service = TableService(redis, bot_delay_ms=settings.bot_delay_ms,
+                           waiting_ttl_s=settings.waiting_ttl_s, retention_s=settings.retention_s,
+                           seat_connect_s=settings.seat_connect_s)
     process_id = uuid.uuid4().hex[:12]
     hub = Hub(redis, service, metrics, settings, process_id)
     app.state.redis, app.state.service, app.state.hub = redis, service, hub
+    app.state.quotas = Quotas(service.store, settings)
     app.state.bad_tokens = AddressBudget(settings.bad_token_rate)
     stop = asyncio.Event()
-    logs.event("started", process=process_id, redis="embedded" if embedded else "external")
+    own_redis = embedded is not None or settings.redis_embedded
+    logs.event("started", process=process_id, redis="embedded" if own_redis else "external")
     try:
         async with asyncio.TaskGroup() as group:
             group.create_task(hub.run(stop))
-            group.create_task(service.run_deadlines(stop))
+            group.create_task(service.run_deadlines(stop, settings))
             try:
                 yield
             finally:
                 await going_away(app)
                 stop.set()
     finally:
+        service.close()
         await redis.aclose()
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
@@ -129,7 +137,11 @@ def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or Settings.from_env()
     logs.configure(settings.log_level)
     logging.getLogger("uvicorn.error").setLevel(settings.log_level)
-    app = Starlette(routes=routes(settings), lifespan=lifespan)
+    guard = Middleware(
+        Guard, hosts=host_rules(settings.allowed_hosts, settings.host, settings.port),
+        origins=settings.allowed_origins,
+    )
+    app = Starlette(routes=routes(settings), lifespan=lifespan, middleware=[guard])
     app.state.settings = settings
     app.state.metrics = Metrics()
     return app

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -26,29 +27,32 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from server.backlog import Chunk, read_chunk
 from server.connection import Close, Connection, pack
+from server.crowd import CHAT_MODES, Crowd
 from server.logs import event, now_ms
 from server.metrics import Metrics
 from server.rejected import Rejected
 from server.settings import Settings
+from server.store import Frames, TableKeys, as_bytes
 
 PROCESS_CHANNEL = "dominoes:processes"
 
 
 def live_channel(table_id: str) -> str:
-    return f"{{{table_id}}}:live"
+    return TableKeys(table_id).live
 
 
 def chat_key(table_id: str) -> str:
-    return f"{{{table_id}}}:chat"
+    return TableKeys(table_id).chat
 
 
 def presence_key(table_id: str) -> str:
-    return f"{{{table_id}}}:presence"
+    return TableKeys(table_id).presence
 
 
 def claim_key(table_id: str, seat: int) -> str:
-    return f"{{{table_id}}}:claim:{seat}"
+    return TableKeys(table_id).claim(seat)
 
 
 class TooManyTables(Exception):
@@ -66,6 +70,7 @@ class LocalTable:
     pumping: bool = False
     announced: int = -1  # highest version announced by a notice
     noticed_at: float = 0.0
+    chat_mode: str = ""  # spectator chat: "on", "off", "auto" ("": not read yet)
 
     def connections(self) -> list[Connection]:
         return [c for conns in self.audiences.values() for c in conns]
@@ -91,6 +96,7 @@ class Hub:
         self.claims: dict[int, int] = {}  # connection id -> claim number
         self._tasks: set[asyncio.Task[None]] = set()
         self._group: asyncio.TaskGroup | None = None
+        self.crowd = Crowd(redis, settings, metrics, process_id)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -145,7 +151,27 @@ class Hub:
     async def attach(
         self, conn: Connection, since: int | None, welcome: Callable[[int], dict[str, object]]
     ) -> None:
-        """Register `conn`, queue welcome + its catch-up (snapshot or missed diffs) in order."""
+        """Register `conn`, queue welcome + its catch-up (snapshot or missed diffs) in order.
+        A spectator over the caps of its table or address: Rejected `too_many_spectators`."""
+        if conn.seat is None:
+            await self.crowd.admit(conn)
+        try:
+            await self._attach(conn, since, welcome)
+        except BaseException:
+            table_id = self.crowd.forget(conn)
+            if table_id is not None:
+                self._spawn(self._release_spectator(conn, table_id))
+            raise
+
+    async def _release_spectator(self, conn: Connection, table_id: str) -> None:
+        try:
+            await self.crowd.release(conn, table_id)
+        except (RedisError, OSError):
+            self.metrics.redis_errors.inc()
+
+    async def _attach(
+        self, conn: Connection, since: int | None, welcome: Callable[[int], dict[str, object]]
+    ) -> None:
         table = self.tables.get(conn.table)
         if table is None:
             if len(self.tables) >= self.settings.max_tables_per_process:
@@ -172,6 +198,9 @@ class Hub:
             raise
         if conn.seat is not None:
             await self._claim(conn)
+            # Connected at least until the presence refresh that follows (scheduler: abandon).
+            window_ms = int(self.settings.reconnect_window_s * 1000)
+            await self.service.store.mark_seen(conn.table, {conn.seat: now_ms() + window_ms})
         await self._send_recent_chat(conn)
         await self._send_presence(table, [conn])
         if conn.seat is not None:
@@ -180,11 +209,12 @@ class Hub:
     async def _catch_up(
         self, conn: Connection, since: int | None, welcome: Callable[[int], dict[str, object]]
     ) -> None:
-        frames = None
+        chunk = None
         if since is not None and since >= 0:
-            frames = await self.service.frames_since(conn.table, conn.audience, since)
-        if frames is None:
+            chunk = await self._read_chunk(conn, since)
+        if chunk is None:
             version, doc = await self.service.snapshot(conn.table, conn.audience)
+            await self._check_seat_token(conn, version)
             if since is not None:
                 self.metrics.snapshots.labels(reason="history_gone").inc()
             self.metrics.snapshots.labels(reason="hello").inc()
@@ -192,36 +222,115 @@ class Hub:
             conn.send_message({"t": "snapshot", "v": version, "doc": doc})
             conn.version = version
             return
-        if not frames:
-            # An empty list means `since` was the current version when it was read; a commit
-            # landing since then reaches this connection through the pump, as a diff.
-            assert since is not None
-            conn.send_message(welcome(since))
-            conn.version = since
+        await self._check_seat_token(conn, chunk.current)
+        # Any gap resumes without a snapshot: the first chunk of the missed diffs now, the next
+        # ones each time the socket has sent what it was given (`_replay_next`). A commit
+        # landing meanwhile reaches it, as a diff, after the history.
+        conn.send_message(welcome(chunk.current))
+        conn.version = chunk.since
+        self._queue_chunk(conn, chunk)
+
+    async def _read_chunk(self, conn: Connection, since: int) -> Chunk | None:
+        return await read_chunk(self.redis, conn.table, conn.audience, since,
+                                max_frames=conn.chunk_frames, max_bytes=conn.chunk_bytes)
+
+    def _queue_chunk(self, conn: Connection, chunk: Chunk, *, next_one: bool = False) -> None:
+        """Queue a chunk of `conn`'s history (under the table's lock) and, unless it reaches
+        the table's version, have the writer ask for the next one when it has sent it.
+        `next_one`: a chunk of a replay, which waits (is read again later) when what was queued
+        while it was read leaves no room for it."""
+        if next_one and not conn.has_room(len(chunk.frames),
+                                          sum(len(frame) for _, frame in chunk.frames)):
             return
-        conn.send_message(welcome(frames[-1][0]))
-        conn.send_batch([frame for _, frame in frames])  # any gap: one slot of the queue
-        conn.version = frames[-1][0]
+        if not self._revoke([conn], chunk.frames):
+            return
+        for _, frame in chunk.frames:
+            conn.send_nowait(frame)
+        conn.version = max(conn.version, chunk.last)
+        if chunk.frames:
+            self.metrics.replay_chunks.inc()
+        conn.replay(None if chunk.done else functools.partial(self._replay_next, conn))
+
+    async def _replay_next(self, conn: Connection) -> None:
+        """The writer's call for the next chunk of a history being replayed. The pump leaves a
+        replaying socket alone; the chunk that reaches the table's version ends the replay,
+        under the table's lock, so the pump takes over from exactly there."""
+        table = self.tables.get(conn.table)
+        if table is None:
+            conn.replay(None)
+            return
+        try:
+            async with table.lock:
+                if conn.closing is not None or conn not in table.audiences.get(conn.audience, ()):
+                    conn.replay(None)
+                    return
+                chunk = await self._read_chunk(conn, conn.version)
+                if chunk is None:
+                    await self._snapshot_to(conn, "history_gone")
+                    return
+                self._queue_chunk(conn, chunk, next_one=True)
+        except (RedisError, OSError, Rejected) as exc:
+            self._redis_error(exc, conn.table)
+            conn.replay(None)
+            conn.send_message({"t": "error", "code": "unavailable",
+                               "message": "storage unavailable, reconnect with since"})
+            conn.close_soon(Close.INTERNAL, "storage unavailable")
+
+    async def _snapshot_to(self, conn: Connection, reason: str) -> None:
+        """Queue a snapshot on `conn` (under the table's lock); it ends any replay."""
+        version, doc = await self.service.snapshot(conn.table, conn.audience)
+        conn.replay(None)
+        if not await self._token_still_holds(conn):
+            return
+        self.metrics.snapshots.labels(reason=reason).inc()
+        conn.send_message({"t": "snapshot", "v": version, "doc": doc})
+        conn.version = version
 
     async def resync(self, conn: Connection, since: int) -> None:
-        """Answer a client's `sync`: the diffs after `since`, or a snapshot."""
+        """Answer a client's `sync`: the diffs after `since` when they fit in one chunk of the
+        send queue, else a snapshot. A sync sooner than SYNC_COOLDOWN_S after the last one
+        answered is coalesced: when the cooldown ends, one answer from the lowest `since`."""
         self.metrics.resyncs.inc()
+        wait = conn.sync_at + self.settings.sync_cooldown_s - time.monotonic()
+        if wait > 0:
+            self.metrics.syncs_coalesced.inc()
+            if conn.sync_since is None:
+                asyncio.get_running_loop().call_later(wait, self._sync_due, conn)
+            conn.sync_since = since if conn.sync_since is None else min(conn.sync_since, since)
+            return
+        await self._answer_sync(conn, since)
+
+    def _sync_due(self, conn: Connection) -> None:
+        since, conn.sync_since = conn.sync_since, None
+        if since is not None and conn.closing is None and not conn.finished:
+            self._spawn(self._answer_sync_later(conn, since))
+
+    async def _answer_sync_later(self, conn: Connection, since: int) -> None:
+        try:
+            await self._answer_sync(conn, since)
+        except (RedisError, OSError, Rejected) as exc:
+            self._redis_error(exc, conn.table)
+            conn.send_message({"t": "error", "code": "unavailable",
+                               "message": "storage unavailable, try again"})
+
+    async def _answer_sync(self, conn: Connection, since: int) -> None:
+        conn.sync_at = time.monotonic()
         table = self.tables.get(conn.table)
         if table is None:
             return
         async with table.lock:
-            frames = await self.service.frames_since(conn.table, conn.audience, since)
-            if frames is None or since < 0:
-                version, doc = await self.service.snapshot(conn.table, conn.audience)
-                self.metrics.snapshots.labels(reason="sync").inc()
-                conn.send_message({"t": "snapshot", "v": version, "doc": doc})
-                conn.version = version
+            if conn.closing is not None:
                 return
-            if frames:
-                conn.send_batch([frame for _, frame in frames])
-                conn.version = max(conn.version, frames[-1][0])
+            chunk = await self._read_chunk(conn, since)
+            if chunk is None or not chunk.done:
+                await self._snapshot_to(conn, "sync")
+                return
+            self._queue_chunk(conn, chunk)
 
     async def detach(self, conn: Connection) -> None:
+        table_id = self.crowd.forget(conn)
+        if table_id is not None:
+            await self._release_spectator(conn, table_id)
         table = self.tables.get(conn.table)
         self.claims.pop(conn.id, None)
         if table is None:
@@ -237,6 +346,7 @@ class Hub:
         if conn.seat is not None:
             try:
                 await self.redis.hdel(presence_key(conn.table), self._presence_field(conn))
+                await self.service.store.mark_seen(conn.table, {conn.seat: now_ms()})
                 await self._publish_live(conn.table, {"k": "presence"})
             except (RedisError, OSError):
                 self.metrics.redis_errors.inc()
@@ -310,7 +420,9 @@ class Hub:
         todo: list[tuple[str, list[Connection], int]] = []
         force, table.force = table.force, False
         for audience, conns in list(table.audiences.items()):
-            live = [c for c in conns if c.closing is None]
+            # A socket replaying a history is not sent live diffs: its replay ends at the
+            # newest version under this lock (`_replay_next`).
+            live = [c for c in conns if c.closing is None and c.refill is None]
             if not live:
                 continue
             low = min(c.version for c in live)
@@ -329,12 +441,13 @@ class Hub:
                 version, doc = await self.service.snapshot(table.id, audience)
                 self.metrics.snapshots.labels(reason="history_gone").inc()
                 frame = pack({"t": "snapshot", "v": version, "doc": doc})
-                for conn in live:
+                for conn in [c for c in live if await self._token_still_holds(c)]:
                     if conn.version < version:
                         conn.send_nowait(frame)
                         conn.version = version
                 sent = True
                 continue
+            live = self._revoke(live, frames)
             for version, frame in frames:
                 table.announced = max(table.announced, version)
                 for conn in live:
@@ -424,7 +537,7 @@ class Hub:
         k = live.get("k")
         if k == "chat" and isinstance(live.get("f"), bytes):
             for conn in table.connections():
-                conn.send_nowait(live["f"])
+                conn.send_chat(live["f"])  # dropped (counted) for a socket whose queue fills
         elif k == "presence":
             self._spawn(self._send_presence_safely(table))
         elif k == "claim":
@@ -448,9 +561,9 @@ class Hub:
         expiry = now_ms() + int(self.settings.reconnect_window_s * 1000)
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.incr(claim_key(conn.table, conn.seat))
-            pipe.expire(claim_key(conn.table, conn.seat), 7 * 86400)
             pipe.hset(presence_key(conn.table), self._presence_field(conn), f"{conn.seat}:{expiry}")
             number, *_ = await pipe.execute()
+        await self.service.store.share_lifetime(conn.table)  # a finished table's keys expire
         self.claims[conn.id] = int(number)
         table = self.tables.get(conn.table)
         if table is not None:  # replace local connections of the seat at once
@@ -485,7 +598,7 @@ class Hub:
     async def _send_presence(self, table: LocalTable, conns: list[Connection]) -> None:
         frame = pack({"t": "presence", "online": await self.online(table)})
         for conn in conns:
-            conn.send_nowait(frame)
+            conn.send_presence(frame)  # the latest, once the socket's queue is empty
 
     async def _send_presence_safely(self, table: LocalTable) -> None:
         try:
@@ -498,9 +611,11 @@ class Hub:
         while True:
             await asyncio.sleep(period)
             expiry = now_ms() + int(self.settings.reconnect_window_s * 1000)
+            seen: dict[str, dict[int, int]] = {}
             try:
                 async with self.redis.pipeline(transaction=False) as pipe:
                     for table in self.tables.values():
+                        self.crowd.refresh(pipe, table.id, table.audiences.get("s", ()))
                         for conn in table.connections():
                             if conn.seat is not None:
                                 pipe.hset(
@@ -508,19 +623,85 @@ class Hub:
                                     self._presence_field(conn),
                                     f"{conn.seat}:{expiry}",
                                 )
+                                seen.setdefault(table.id, {})[conn.seat] = expiry
                     await pipe.execute()
+                await self.service.store.refresh_seen(seen)
             except (RedisError, OSError) as exc:
                 self._redis_error(exc, None)
 
-    async def chat(self, conn: Connection, name: str, text: str) -> None:
+    async def chat(self, conn: Connection, name: str, text: str) -> bool:
+        """Post a chat line; a seat's line only while its token still holds the seat (checked
+        in the same atomic step). False when it did not: the connection is closed 4005."""
+        await self._take_chat_budget(conn)
         frame = pack({"t": "chat", "seat": conn.seat, "name": name, "text": text, "ts": now_ms()})
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.rpush(chat_key(conn.table), frame)
-            pipe.ltrim(chat_key(conn.table), -self.settings.recent_chat, -1)
-            pipe.expire(chat_key(conn.table), 7 * 86400)
-            pipe.publish(live_channel(conn.table), msgpack.packb({"k": "chat", "f": frame}))
-            await pipe.execute()
+        posted: bool = await self.service.store.post_chat(
+            conn.table, frame, msgpack.packb({"k": "chat", "f": frame}),
+            keep=self.settings.recent_chat,
+            seat=None if conn.seat is None else (conn.seat, conn.token_hash))
+        if not posted:
+            self._seat_left(conn)
+        return posted
+
+    def _seat_left(self, conn: Connection) -> None:
+        conn.send_message({"t": "error", "code": "seat_left",
+                           "message": "this seat's token is no longer valid: the seat was left"})
+        conn.close_soon(Close.SEAT_LEFT, "seat left")
+
+    def _revoke(self, conns: list[Connection], frames: Frames) -> list[Connection]:
+        """Close the seat sockets whose token a version among ``frames`` replaced (before any
+        such version reaches them); the others, to deliver to."""
+        if frames.revoked_at is None:
+            return conns
+        keep = []
+        for conn in conns:
+            if conn.token_version < frames.revoked_at:
+                self._seat_left(conn)
+            else:
+                keep.append(conn)
+        return keep
+
+    async def _check_seat_token(self, conn: Connection, version: int) -> None:
+        """Before a seat's socket is sent what was read at ``version``: its token must still
+        hold the seat (read after that version, so a change of token at or before it shows).
+        Its token is then known good up to ``version``; later changes come with the history."""
+        if conn.seat is None:
+            return
+        if not await self.service.token_current(conn.table, conn.seat, conn.token_hash):
+            raise Rejected("seat_left", "this seat's token is no longer valid: the seat was left",
+                           status=403)
+        conn.token_version = max(conn.token_version, version)
+
+    async def _token_still_holds(self, conn: Connection) -> bool:
+        """For a seat's socket about to be sent a snapshot: whether its token still holds the
+        seat (a snapshot carries no history that could say otherwise)."""
+        if conn.seat is None:
+            return True
+        if await self.service.token_current(conn.table, conn.seat, conn.token_hash):
+            return True
+        self._seat_left(conn)
+        return False
+
+    async def _take_chat_budget(self, conn: Connection) -> None:
+        """One line of the table's budget (players' and spectators' lines apart, over every
+        process); Rejected `rate_limited` when it is spent, `chat_off` for a spectator when
+        spectator chat is off (by the table's choice, or because it is crowded)."""
+        mode = ""
+        if conn.seat is None:
+            table = self.tables.get(conn.table)
+            mode = table.chat_mode if table is not None else ""
+            if not mode:
+                loaded = await self.service._load(conn.table)  # the table's creation options
+                mode = CHAT_MODES[loaded.record.config.spectator_chat]
+                if table is not None:
+                    table.chat_mode = mode
+        verdict = await self.crowd.take_chat(conn.table, mode)
+        if verdict == "off":
+            self.metrics.chat_refused.labels(reason="chat_off").inc()
+            raise Rejected("chat_off", "spectator chat is off at this table")
+        if verdict != "ok":
+            self.metrics.chat_refused.labels(reason="table_budget").inc()
+            raise Rejected("rate_limited", "too many chat messages at this table")
 
     async def _send_recent_chat(self, conn: Connection) -> None:
         for frame in await self.redis.lrange(chat_key(conn.table), 0, -1):
-            conn.send_nowait(frame)
+            conn.send_chat(as_bytes(frame), always=True)  # at most RECENT_CHAT lines

@@ -5,6 +5,7 @@ Owns: the arithmetic of limits. Must not import the rest of the server.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,7 +40,10 @@ class TokenBucket:
 
 
 class AddressBudget:
-    """At most `per_minute` failures per client address (a sliding budget)."""
+    """At most `per_minute` failures per client address (a leaky bucket that drains in a
+    minute). Only failures are counted, so whoever holds a valid token is never refused because
+    of someone else's bad ones; the level never rises above the budget, so however many
+    failures arrive at once, the budget is whole again a minute after they stop."""
 
     def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.per_minute = per_minute
@@ -55,9 +59,16 @@ class AddressBudget:
             self._buckets = {a: v for a, v in self._buckets.items() if v[0] > 0}
         return level
 
-    def exhausted(self, address: str) -> bool:
-        return self._level(address) >= self.per_minute
-
-    def fail(self, address: str) -> None:
+    def charge(self, address: str) -> bool:
+        """Count one failure from ``address``. False when its budget was already spent: the
+        caller answers rate_limited instead of the failure itself."""
         level = self._level(address)
+        if level + 1.0 > self.per_minute:
+            return False
         self._buckets[address] = (level + 1.0, self.clock())
+        return True
+
+    def retry_after_s(self, address: str) -> int:
+        """Seconds until ``address`` may fail once more."""
+        missing = self._level(address) + 1.0 - self.per_minute
+        return max(1, math.ceil(missing * 60.0 / max(1, self.per_minute)))

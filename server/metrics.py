@@ -60,6 +60,34 @@ class Metrics:
         self.bad_messages = Counter(
             "dominoes_bad_messages", "Client frames answered with an error", ["code"], registry=r
         )
+        self.send_queue_bytes = Histogram(
+            "dominoes_send_queue_bytes",
+            "Bytes waiting in a connection's send queue when a frame is queued (sampled like"
+            " dominoes_send_queue_depth)",
+            buckets=(0, 1024, 4096, 16384, 32768, 65536, 131072, 262144),
+            registry=r,
+        )
+        self.frames_dropped = Counter(
+            "dominoes_frames_dropped",
+            "Chat and presence frames not sent to a socket whose send queue was filling, by kind"
+            " (a dropped presence is one a newer presence replaced)",
+            ["kind"], registry=r,
+        )
+        self.replay_chunks = Counter(
+            "dominoes_replay_chunks", "Chunks of history queued to resuming sockets", registry=r
+        )
+        self.syncs_coalesced = Counter(
+            "dominoes_syncs_coalesced",
+            "Sync requests within the cooldown, answered together when it ends", registry=r
+        )
+        self.chat_refused = Counter(
+            "dominoes_chat_refused", "Chat lines refused, by reason (rate, table_budget,"
+            " chat_off)", ["reason"], registry=r
+        )
+        self.spectators_refused = Counter(
+            "dominoes_spectators_refused", "Spectator sockets refused, by cap (table, address)",
+            ["cap"], registry=r
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

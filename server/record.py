@@ -2,10 +2,15 @@
 
 Pure data and functions (no I/O): the state blob codec, the per-audience document of the wire
 protocol, the lobby summary, and when the table next needs the scheduler. Imports `engine`.
+
+Fair deals: a table's deal seed, the salt of its commitment and its bots' secret are chosen
+when it is created and stay in the state blob; the documents show only the commitment, and
+only the transcript of the finished game reveals the seed and salt (never the bots' secret).
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -55,18 +60,25 @@ class TableRecord:
     clock: clocks.ClockState | None = None
     result: dict[str, Any] | None = None
     invite_hash: str | None = None
+    salt: str | None = None  # None: a table stored before deals were committed to
+    bot_secret: int | None = None  # seeds the bots' own chance; unrelated to the deal seed
 
     @classmethod
     def new(cls, table_id: str, config: TableConfig, created_ms: int, seed: int,
-            invite_hash: str | None) -> TableRecord:
+            invite_hash: str | None, salt: str | None = None,
+            bot_secret: int | None = None) -> TableRecord:
+        """A waiting table dealt from `seed`; `salt` and `bot_secret` are drawn at random
+        unless given."""
         seats = tuple(
             Seat(name="Bot", bot=config.bots[s], taken=True) if s in config.bots else Seat()
             for s in range(config.players)
         )
         game = engine.new_game(config.rules, config.players, seed)
         clock = clocks.ClockState.initial(config.clock, config.players) if config.clock else None
+        salt = secrets.token_hex(16) if salt is None else salt
+        bot_secret = secrets.randbits(62) if bot_secret is None else bot_secret
         return cls(table_id, config, created_ms, seed, WAITING, seats, game, clock,
-                   None, invite_hash)
+                   None, invite_hash, salt, bot_secret)
 
     # -- codec -----------------------------------------------------------------------------
     def to_blob(self) -> bytes:
@@ -77,6 +89,7 @@ class TableRecord:
             "game": engine.state_to_data(self.game),
             "clock": self.clock.to_data() if self.clock else None,
             "result": self.result, "invite": self.invite_hash,
+            "salt": self.salt, "bot_secret": self.bot_secret,
         }
         return bytes(msgpack.packb(data))
 
@@ -90,16 +103,33 @@ class TableRecord:
             game=engine.state_from_data(data["game"]),
             clock=clocks.ClockState.from_data(data["clock"]) if data["clock"] else None,
             result=data["result"], invite_hash=data["invite"],
+            salt=data.get("salt"), bot_secret=data.get("bot_secret"),
         )
 
     # -- what people see -------------------------------------------------------------------
+    @property
+    def commitment(self) -> str | None:
+        """SHA-256 commitment to the deal seed (notation.md "Fair deals"), shown from creation."""
+        if self.salt is None:
+            return None
+        value: str = engine.commitment(self.seed, self.salt)
+        return value
+
     def table_document(self) -> dict[str, Any]:
         return {
             "id": self.id, "name": self.config.name, "status": self.status,
             "seats": [seat.to_data() for seat in self.seats],
             "clock": clocks.document(self.config.clock, self.clock),
             "private": self.config.private, "result": self.result,
+            "commitment": self.commitment,
         }
+
+    def transcript(self) -> dict[str, Any]:
+        """The game's transcript; it reveals the seed and salt, so only once it is finished."""
+        if self.status != FINISHED:
+            raise ValueError("the seed is revealed only when the game is over")
+        transcript: dict[str, Any] = engine.to_transcript(self.game, salt=self.salt)
+        return transcript
 
     def document(self, audience: str, version: int,
                  table: dict[str, Any] | None = None) -> dict[str, Any]:

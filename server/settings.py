@@ -18,21 +18,75 @@ def _default_static_dir() -> Path:
     return built if built.is_dir() else REPO_ROOT / "client_js"
 
 
+def _default_bot_workers() -> int:
+    """Every core but one (the event loop's), at least one."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+def _share(value: float) -> float:
+    if not 0 < value <= 1:
+        raise ValueError("BOT_CPU_SHARE must be more than 0 and at most 1")
+    return value
+
+
+def _positive(name: str, value: float) -> float:
+    if value <= 0:
+        raise ValueError(f"{name} must be more than 0")
+    return value
+
+
+def _rate_and_burst(name: str, raw: str | None, rate: float, burst: int) -> tuple[float, int]:
+    """A token bucket written "R" (per second; burst 2 x R) or "R/B"; the defaults if unset."""
+    if raw is None or not raw.strip():
+        return rate, burst
+    head, _, tail = raw.partition("/")
+    try:
+        rate = float(head)
+        burst = int(tail) if tail.strip() else max(1, int(rate * 2))
+    except ValueError:
+        raise ValueError(f"{name} must be a rate per second, optionally /burst, got {raw!r}") \
+            from None
+    if rate < 0 or burst < 1:
+        raise ValueError(f"{name} must have a rate >= 0 and a burst >= 1, got {raw!r}")
+    return rate, burst
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     redis_url: str | None = None  # None: start an embedded redis-server
+    redis_embedded: bool = False  # redis_url is a redis-server this process started itself
+    # Addresses of proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (uvicorn's
+    # forwarded_allow_ips: comma-separated IPs or networks, "*" = any).
+    forwarded_allow_ips: str = "127.0.0.1"
     data_dir: Path = Path("./data")
     max_frame: int = 4096  # bytes, client frames and HTTP bodies
     send_queue: int = 64  # frames buffered per connection
     rate: float = 10.0  # messages per second per connection
     rate_burst: int = 20
     bad_token_rate: int = 10  # bad tokens per minute per client address
+    # Table lifecycle and quotas per client address (docs/operations.md "Limits and abuse").
+    waiting_ttl_s: float = 3600.0  # a waiting table nobody joins for this long disappears
+    retention_s: float = 86400.0  # a finished table (transcript, replay) is kept this long
+    create_rate: int = 20  # tables created per minute per address
+    max_waiting_tables: int = 5  # tables waiting for players at once per creating address
+    join_rate: int = 30  # seats taken per minute per address
+    seat_connect_s: float = 60.0  # a waiting table's seat with no connection this long is freed
     max_tables_per_process: int = 10_000
+    max_connections: int = 0  # connections served at once (0: the descriptor limit less a reserve)
     reconnect_window_s: float = 30.0  # presence entries of a vanished process expire after this
     allowed_origins: tuple[str, ...] = ()  # empty: origin host must equal Host; "*": any
+    # Host header values served (besides loopback names); empty: the bound host; "*": any.
+    allowed_hosts: tuple[str, ...] = ()
+    # set: /metrics needs "Authorization: Bearer <token>"
+    metrics_token: str | None = field(default=None, repr=False)
     bot_delay_ms: int = 600
+    # A table in play whose human seats have had no connection for this long ends, abandoned.
+    abandon_after_s: float = 600.0
+    bot_workers: int = field(default_factory=_default_bot_workers)  # processes thinking for bots
+    bot_cpu_share: float = 0.75  # of wall time each bot worker may spend thinking
+    deadlines_in_flight: int = 64  # bot moves and clock expiries acted on at once
     log_level: str = "INFO"
     static_dir: Path = field(default_factory=_default_static_dir)
     hello_timeout_s: float = 10.0
@@ -43,6 +97,16 @@ class Settings:
     # uvicorn's websocket implementation: "websockets-sansio" (no tasks per connection, about
     # 8 KB less memory per socket than the deprecated "websockets" one, same limits and pings).
     ws_impl: str = "websockets-sansio"
+    # Floods (docs/operations.md "Limits and abuse").
+    send_queue_bytes: int = 65536  # bytes queued per connection (besides the SEND_QUEUE frames)
+    sync_cooldown_s: float = 1.0  # a sync sooner than this after the last is coalesced
+    chat_rate: float = 1.0  # chat lines per second per connection ...
+    chat_burst: int = 5
+    table_chat_rate: float = 2.0  # ... and per table, for its players and its spectators apart
+    table_chat_burst: int = 10
+    spectator_chat_max: int = 50  # more spectators: their chat is off, unless the table chose
+    max_spectators_per_table: int = 2000  # spectator sockets of a table, over every process
+    max_spectators_per_address: int = 100  # spectator sockets of one address in one process
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -70,25 +134,55 @@ class Settings:
             burst = int(tail) if tail else max(1, int(rate * 2))
         burst = int(num("RATE_BURST", burst))
         origins = tuple(o.strip() for o in e.get("ALLOWED_ORIGINS", "").split(",") if o.strip())
+        hosts = tuple(h.strip() for h in e.get("ALLOWED_HOSTS", "").split(",") if h.strip())
+        metrics_token = e.get("METRICS_TOKEN", "").strip() or None
         static = e.get("STATIC_DIR")
+        chat = _rate_and_burst("CHAT_RATE", e.get("CHAT_RATE"), d.chat_rate, d.chat_burst)
+        table_chat = _rate_and_burst("TABLE_CHAT_RATE", e.get("TABLE_CHAT_RATE"),
+                                     d.table_chat_rate, d.table_chat_burst)
         return cls(
             host=e.get("HOST", d.host),
             port=int(num("PORT", d.port)),
             redis_url=e.get("REDIS_URL") or None,
+            forwarded_allow_ips=e.get("FORWARDED_ALLOW_IPS", "").strip() or d.forwarded_allow_ips,
             data_dir=Path(e.get("DATA_DIR", str(d.data_dir))),
             max_frame=int(num("MAX_FRAME", d.max_frame)),
             send_queue=max(1, int(num("SEND_QUEUE", d.send_queue))),
             rate=rate,
             rate_burst=max(1, burst),
             bad_token_rate=int(num("BAD_TOKEN_RATE", d.bad_token_rate)),
+            waiting_ttl_s=_positive("WAITING_TTL", num("WAITING_TTL", d.waiting_ttl_s, float)),
+            retention_s=_positive("RETENTION", num("RETENTION", d.retention_s, float)),
+            create_rate=int(num("CREATE_RATE", d.create_rate)),
+            max_waiting_tables=int(num("MAX_WAITING_TABLES", d.max_waiting_tables)),
+            join_rate=int(num("JOIN_RATE", d.join_rate)),
+            seat_connect_s=_positive("SEAT_CONNECT_S",
+                                     num("SEAT_CONNECT_S", d.seat_connect_s, float)),
             max_tables_per_process=int(num("MAX_TABLES_PER_PROCESS", d.max_tables_per_process)),
+            max_connections=int(num("MAX_CONNECTIONS", d.max_connections)),
             reconnect_window_s=float(num("RECONNECT_WINDOW_S", d.reconnect_window_s, float)),
             allowed_origins=origins,
+            allowed_hosts=hosts,
+            metrics_token=metrics_token,
             bot_delay_ms=int(num("BOT_DELAY_MS", d.bot_delay_ms)),
+            abandon_after_s=_positive("ABANDON_AFTER",
+                                      num("ABANDON_AFTER", d.abandon_after_s, float)),
+            bot_workers=max(1, int(num("BOT_WORKERS", d.bot_workers))),
+            bot_cpu_share=_share(num("BOT_CPU_SHARE", d.bot_cpu_share, float)),
+            deadlines_in_flight=max(1, int(num("DEADLINES_IN_FLIGHT", d.deadlines_in_flight))),
             log_level=e.get("LOG_LEVEL", d.log_level).upper(),
             static_dir=Path(static) if static else d.static_dir,
             ws_ping_interval_s=float(num("WS_PING_INTERVAL_S", d.ws_ping_interval_s, float)),
             ws_ping_timeout_s=float(num("WS_PING_TIMEOUT_S", d.ws_ping_timeout_s, float)),
             ws_impl=e.get("WS_IMPL", d.ws_impl),
             ws_deflate=e.get("WS_DEFLATE", "").strip().lower() in ("1", "true", "yes", "on"),
+            send_queue_bytes=max(1, int(num("SEND_QUEUE_BYTES", d.send_queue_bytes))),
+            sync_cooldown_s=float(num("SYNC_COOLDOWN_S", d.sync_cooldown_s, float)),
+            chat_rate=chat[0], chat_burst=chat[1],
+            table_chat_rate=table_chat[0], table_chat_burst=table_chat[1],
+            spectator_chat_max=int(num("SPECTATOR_CHAT_MAX", d.spectator_chat_max)),
+            max_spectators_per_table=int(
+                num("MAX_SPECTATORS_PER_TABLE", d.max_spectators_per_table)),
+            max_spectators_per_address=int(
+                num("MAX_SPECTATORS_PER_ADDRESS", d.max_spectators_per_address)),
         )

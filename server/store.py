@@ -5,15 +5,26 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
 - ``t:{id}:v``       version (integer, 0 = no table)
 - ``t:{id}:state``   state blob (msgpack, written by server.tables)
 - ``t:{id}:meta``    summary blob (msgpack) for the lobby, readable without the state
-- ``t:{id}:tok``     hash seat -> sha256 hex of that seat's token (never the token)
+- ``t:{id}:tok``     hash seat -> sha256 hex of that seat's token (never the token); field
+                     ``invite`` -> sha256 hex of a private table's invite code
 - ``t:{id}:log``     stream, one entry per version with id ``0-<version>``; fields are
-                     audience -> encoded diff frame
-- ``t:{id}:c:<seat>:<client id>``  version accepted for that client message id (with a TTL)
+                     audience -> encoded diff frame, and ``!tok`` -> the seat (or ``invite``)
+                     whose token that version changed
+- ``t:{id}:cid``     hash ``<seat>:<client id>`` -> version accepted for that client message id
 - ``t:{id}:lease``   short lease of the process acting on a deadline
+- ``t:{id}:seen``    hash seat -> ms up to which that seat is known to have had a connection
+                     (its join, then the hub on attach, refresh and detach)
+- ``t:{id}:owner``   who created the table (server.fairness.owner_key of the address)
 - channel ``t:{id}:n`` one notice per commit, the new version as ASCII digits
 
-Global keys, each touched by single-key commands only: ``lobby:public`` (zset id -> created ms)
-and ``deadlines`` (zset ``<id>:<version>`` -> due ms).
+Lifetime: every key of a table gets the lifetime its commit gives it, all at once (the commit
+script sets it on each): a waiting table expires if nobody joins for ``WAITING_TTL``, a playing
+one is kept, a finished one is kept for ``RETENTION`` and then disappears whole.
+
+Global keys, each touched by single-key commands only: ``lobby:open`` and ``lobby:playing``
+(zsets id -> created ms of the public tables waiting for players and playing; a finished
+table leaves both at once), ``deadlines`` (zset ``<id>:<version>`` -> due ms), and the quota
+counters ``quota:<name>`` (server.quotas).
 
 Imports no other project module; must not import engine.
 """
@@ -22,7 +33,9 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import functools
+import hashlib
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,15 +45,52 @@ from typing import Any, Literal, NamedTuple, ParamSpec, TypeVar
 import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-PUBLIC_INDEX = "lobby:public"
+LOBBY = {"waiting": "lobby:open", "playing": "lobby:playing"}  # status -> index
 DEADLINES = "deadlines"
 TABLE_ID = re.compile(r"^[a-z0-9]{4,24}$")
-CLIENT_ID_TTL_MS = 7 * 24 * 3600 * 1000
 
 _COMMIT_LUA = (Path(__file__).parent / "lua" / "commit.lua").read_text()
 _RELEASE_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
+"""
+_ACCESS_LUA = """
+return {redis.call('GET', KEYS[1]) or '0', redis.call('HGETALL', KEYS[2])}
+"""
+_CHAT_LUA = """
+-- KEYS: 1 seat-token hashes, 2 recent chat list, 3 version; ARGV: 1 seat ("" = a spectator),
+-- 2 that seat's token hash, 3 chat frame, 4 lines kept, 5 live channel, 6 live message
+if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+if redis.call('EXISTS', KEYS[3]) == 0 then return 2 end
+redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
+local ttl = redis.call('PTTL', KEYS[3])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+return 1
+"""
+_HIT_LUA = """
+-- KEYS: 1 a counter; ARGV: 1 its window in seconds. Returns {count in the window, seconds left}
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1])) end
+return {n, redis.call('TTL', KEYS[1])}
+"""
+_SHARE_LUA = """
+-- KEYS: 1 version, 2.. keys that take its lifetime (no expiry when it has none)
+local ttl = redis.call('PTTL', KEYS[1])
+for i = 2, #KEYS do
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
+end
+return ttl
+"""
+_SEEN_LUA = """
+-- KEYS: 1 version, 2 seen hash; ARGV: seat, ms pairs. Only for a table that exists; the hash
+-- takes the table's lifetime.
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], unpack(ARGV))
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) else redis.call('PERSIST', KEYS[2]) end
+return 1
 """
 _RESCHEDULE_LUA = """
 -- move a deadline member from one version to the next in the one zset
@@ -107,16 +157,77 @@ class TableKeys:
     def channel(self) -> str:
         return self._key("n")
 
-    def client(self, seat: int, client_id: str) -> str:
-        return self._key(f"c:{seat}:{client_id}")
+    @property
+    def chat(self) -> str:
+        """List of the recent chat frames."""
+        return f"{{{self.table_id}}}:chat"
+
+    @property
+    def live(self) -> str:
+        """Channel of chat, presence and seat claims (no version)."""
+        return f"{{{self.table_id}}}:live"
+
+    @property
+    def seen(self) -> str:
+        return self._key("seen")
+
+    @property
+    def owner(self) -> str:
+        return self._key("owner")
+
+    @property
+    def clients(self) -> str:
+        """Hash ``<seat>:<client id>`` -> the version that client message was accepted as."""
+        return self._key("cid")
+
+    @property
+    def presence(self) -> str:
+        return f"{{{self.table_id}}}:presence"
+
+    def claim(self, seat: int) -> str:
+        return f"{{{self.table_id}}}:claim:{seat}"
+
+    @property
+    def transcript(self) -> str:
+        """The finished game's transcript, JSON, computed once."""
+        return self._key("transcript")
+
+    @property
+    def replay(self) -> str:
+        """The finished game's replay views, JSON, computed once."""
+        return self._key("replay")
+
+    @property
+    def companions(self) -> list[str]:
+        """The table's keys besides those its commit writes: they share its lifetime."""
+        return [self.chat, self.presence, *(self.claim(seat) for seat in range(4)), self.seen,
+                self.owner, self.lease, self.transcript, self.replay]
+
+
+INVITE_FIELD = "invite"
+TOKEN_MARK = b"!tok"
 
 
 class CommitResult(NamedTuple):
     """``ok``: committed as ``version``; ``stale``: the table is at ``version``;
-    ``dup``: that client id was already accepted as ``version``."""
+    ``dup``: that client id was already accepted as ``version``; ``revoked``: the seat's token
+    is no longer the one required (the table is at ``version``, nothing written)."""
 
-    outcome: Literal["ok", "stale", "dup"]
+    outcome: Literal["ok", "stale", "dup", "revoked"]
     version: int
+
+
+class Frames(list[tuple[int, bytes]]):
+    """One audience's frames, in version order. ``revoked_at``: the last of these versions that
+    changed this audience's seat token (a socket that authenticated before it must not be
+    shown it), or None."""
+
+    revoked_at: int | None = None
+
+
+def token_hash(token: str) -> str:
+    """What is stored of a seat token or invite code: its SHA-256, in hex."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def as_bytes(value: Any) -> bytes:
@@ -148,6 +259,11 @@ class Store:
         self._commit = client.register_script(_COMMIT_LUA)
         self._release = client.register_script(_RELEASE_LUA)
         self._reschedule = client.register_script(_RESCHEDULE_LUA)
+        self._access = client.register_script(_ACCESS_LUA)
+        self._chat = client.register_script(_CHAT_LUA)
+        self._share = client.register_script(_SHARE_LUA)
+        self._seen = client.register_script(_SEEN_LUA)
+        self._hit = client.register_script(_HIT_LUA)
 
     @reconnecting
     async def commit(
@@ -159,26 +275,32 @@ class Store:
         frames: Mapping[str, bytes],
         *,
         client: tuple[int, str] | None = None,
-        token: tuple[Literal["set", "del"], int, str] | None = None,
+        token: tuple[Literal["set", "del"], int | str, str] | None = None,
+        require: tuple[int, str] | None = None,
+        lifetime_ms: int = 0,
     ) -> CommitResult:
-        """Atomically: check the version is ``expected``, store state and meta, apply the
-        token change, append the frames as stream entry ``0-<expected+1>``, remember the client
-        id, publish the new version. ``expected=0`` creates the table."""
+        """Atomically: check that ``require`` (seat, token hash) still holds its seat and that
+        the version is ``expected``, store state and meta, apply the token change (seat or
+        ``INVITE_FIELD``), append the frames as stream entry ``0-<expected+1>``, remember the
+        client id, give every key of the table ``lifetime_ms`` from now (0: no expiry), publish
+        the new version. ``expected=0`` creates the table."""
         keys = TableKeys(table_id)
-        client_key = keys.client(*client) if client else keys.client(0, "-")
         token_op, token_seat, token_hash = token if token else ("", 0, "")
+        required_seat, required_hash = require if require else ("", "")
         args: list[Any] = [
             expected, state, meta, keys.channel, self.history_limit or 0,
-            CLIENT_ID_TTL_MS if client else 0, token_op, token_seat, token_hash, len(frames),
+            f"{client[0]}:{client[1]}" if client else "", token_op, token_seat, token_hash,
+            required_seat, required_hash, lifetime_ms, len(frames),
         ]
         for audience, frame in frames.items():
             args += [audience, frame]
         result = await self._commit(
-            keys=[keys.version, keys.state, keys.stream, keys.tokens, keys.meta, client_key],
+            keys=[keys.version, keys.state, keys.stream, keys.tokens, keys.meta, keys.clients,
+                  *keys.companions],
             args=args,
         )
         outcome = result[0].decode() if isinstance(result[0], bytes) else str(result[0])
-        assert outcome in ("ok", "stale", "dup")
+        assert outcome in ("ok", "stale", "dup", "revoked")
         return CommitResult(outcome, int(result[1]))  # type: ignore[arg-type]
 
     @reconnecting
@@ -209,18 +331,68 @@ class Store:
             return [as_bytes(v) if v is not None else None for v in await pipe.execute()]
 
     @reconnecting
-    async def token_hashes(self, table_id: str) -> dict[int, str]:
-        raw = await self.redis.hgetall(TableKeys(table_id).tokens)
-        return {int(seat): as_bytes(value).decode() for seat, value in raw.items()}
+    async def access(self, table_id: str) -> tuple[int, dict[int, str], str | None]:
+        """(version, seat -> token hash, invite hash or None), read atomically (one slot)."""
+        keys = TableKeys(table_id)
+        version, flat = await self._access(keys=[keys.version, keys.tokens])
+        hashes: dict[int, str] = {}
+        invite: str | None = None
+        for field, value in zip(flat[::2], flat[1::2], strict=True):
+            name, text = as_bytes(field).decode(), as_bytes(value).decode()
+            if name == INVITE_FIELD:
+                invite = text
+            elif name.isdigit():
+                hashes[int(name)] = text
+        return int(version), hashes, invite
+
+    @reconnecting
+    async def token_hash(self, table_id: str, seat: int) -> str | None:
+        """The current token hash of ``seat`` (None: nobody holds it by token)."""
+        value = await self.redis.hget(TableKeys(table_id).tokens, str(seat))
+        return as_bytes(value).decode() if value is not None else None
+
+    @reconnecting
+    async def post_chat(self, table_id: str, frame: bytes, live_message: bytes, *, keep: int,
+                        seat: tuple[int, str] | None) -> bool:
+        """Atomically: unless ``seat`` (seat, token hash) no longer holds its seat, append the
+        chat frame to the recent lines (keeping ``keep``) and publish ``live_message`` on the
+        table's live channel. False (nothing written) when the seat's token changed; True also
+        when the table is gone (nothing written either: nobody is left to read it)."""
+        keys = TableKeys(table_id)
+        seat_arg, hash_arg = seat if seat else ("", "")
+        done = await self._chat(keys=[keys.tokens, keys.chat, keys.version],
+                                args=[seat_arg, hash_arg, frame, keep, keys.live, live_message])
+        return bool(done != 0)
 
     @reconnecting
     async def client_version(self, table_id: str, seat: int, client_id: str) -> int | None:
-        value = await self.redis.get(TableKeys(table_id).client(seat, client_id))
+        value = await self.redis.hget(TableKeys(table_id).clients, f"{seat}:{client_id}")
         return int(value) if value is not None else None
+
+    @reconnecting
+    async def rendered(self, table_id: str, kind: str) -> bytes | None:
+        """A finished game's stored ``transcript`` or ``replay`` (JSON), if rendered yet."""
+        keys = TableKeys(table_id)
+        value = await self.redis.get(keys.transcript if kind == "transcript" else keys.replay)
+        return as_bytes(value) if value is not None else None
+
+    @reconnecting
+    async def keep_rendered(self, table_id: str, kind: str, data: bytes) -> None:
+        """Store a rendering; it expires with the table."""
+        keys = TableKeys(table_id)
+        await self.redis.set(keys.transcript if kind == "transcript" else keys.replay, data)
+        await self.share_lifetime(table_id)
+
+    @reconnecting
+    async def share_lifetime(self, table_id: str) -> None:
+        """Give the table's other keys the lifetime of its version key (after writing one of
+        them outside a commit: a claim, presence, a cached transcript)."""
+        keys = TableKeys(table_id)
+        await self._share(keys=[keys.version, *keys.companions])
 
     async def frames_since(
         self, table_id: str, audience: str, since: int
-    ) -> list[tuple[int, bytes]] | None:
+    ) -> Frames | None:
         """The frames of ``audience`` for versions since+1..current, or None when part of that
         history is gone (trimmed) or ``since`` is not a version of this table."""
         return (await self.frames_since_many(table_id, {audience: since}))[audience]
@@ -228,13 +400,15 @@ class Store:
     @reconnecting
     async def frames_since_many(
         self, table_id: str, sinces: Mapping[str, int]
-    ) -> dict[str, list[tuple[int, bytes]] | None]:
+    ) -> dict[str, Frames | None]:
         """For each audience -> since, what ``frames_since`` answers, from ONE read of the
         stream (every audience's frame of a version is in the same entry)."""
         if not sinces:
             return {}
         keys = TableKeys(table_id)
-        low = max(0, min(sinces.values()))
+        # A since beyond the table's version gets None from _frames_of; the cap keeps the
+        # stream id below in range (its parts are 64-bit) for a since near 2**64.
+        low = min(max(0, min(sinces.values())), 2**62)
         # Two single-key reads in order (no MULTI, so Redis Cluster pipelines work too): the
         # stream is read after the version, so it reaches at least that version.
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -251,36 +425,69 @@ class Store:
     @staticmethod
     def _frames_of(
         audience: str, since: int, current: int, versions: list[int], entries: list[Any]
-    ) -> list[tuple[int, bytes]] | None:
+    ) -> Frames | None:
         """One audience's frames since+1..current out of the entries read, or None."""
         if since < 0 or since > current or current == 0:
             return None
-        frames: list[tuple[int, bytes]] = []
+        frames = Frames()
         expected = since + 1
         wanted = audience.encode()
         for index in range(bisect.bisect_left(versions, expected), len(entries)):
             version = versions[index]
-            frame = entries[index][1].get(wanted)
+            fields = entries[index][1]
+            frame = fields.get(wanted)
             if version != expected or frame is None:
                 return None
             frames.append((version, as_bytes(frame)))
+            if fields.get(TOKEN_MARK) == wanted:
+                frames.revoked_at = version
             expected += 1
         if expected <= current:
             return None
         return frames
 
     @reconnecting
-    async def index_public(self, table_id: str, created_ms: int) -> None:
-        await self.redis.zadd(PUBLIC_INDEX, {table_id: created_ms})
+    async def index_public(self, table_id: str, created_ms: int, status: str) -> None:
+        """List a public table in the lobby index of ``status`` (waiting or playing) and in no
+        other; any other status (finished) takes it out of the lobby."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for indexed, key in LOBBY.items():
+                if indexed == status:
+                    pipe.zadd(key, {table_id: created_ms})
+                else:
+                    pipe.zrem(key, table_id)
+            await pipe.execute()
 
     @reconnecting
-    async def unindex_public(self, table_id: str) -> None:
-        await self.redis.zrem(PUBLIC_INDEX, table_id)
+    async def hit(self, name: str, window_s: int) -> tuple[int, int]:
+        """Count one more event in the fixed window ``quota:<name>`` of ``window_s`` seconds:
+        (events in the window so far, seconds until it ends)."""
+        count, left = await self._hit(keys=[f"quota:{name}"], args=[window_s])
+        return int(count), max(1, int(left))
 
     @reconnecting
-    async def public_ids(self, limit: int) -> list[str]:
-        """Newest first."""
-        raw = await self.redis.zrevrange(PUBLIC_INDEX, 0, limit - 1)
+    async def waiting_tables(self, owner: str) -> list[str]:
+        """The tables ``owner`` created that may still wait for players (see add_waiting)."""
+        raw = await self.redis.zrange(f"quota:waiting:{owner}", 0, -1)
+        return [as_bytes(member).decode() for member in raw]
+
+    @reconnecting
+    async def add_waiting(self, owner: str, table_id: str, lifetime_s: int) -> None:
+        key = f"quota:waiting:{owner}"
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(key, {table_id: 0})
+            pipe.expire(key, lifetime_s)
+            await pipe.execute()
+
+    @reconnecting
+    async def drop_waiting(self, owner: str, table_ids: Sequence[str]) -> None:
+        if table_ids:
+            await self.redis.zrem(f"quota:waiting:{owner}", *table_ids)
+
+    @reconnecting
+    async def public_ids(self, status: str, limit: int) -> list[str]:
+        """The public tables of ``status`` in the lobby, newest first."""
+        raw = await self.redis.zrevrange(LOBBY[status], 0, limit - 1)
         return [as_bytes(member).decode() for member in raw]
 
     @reconnecting
@@ -307,6 +514,21 @@ class Store:
         return result
 
     @reconnecting
+    async def due_newest(self, now_ms: int, limit: int) -> list[tuple[str, int]]:
+        """The ``limit`` deadline entries that fell due last (at ``now_ms`` or before), newest
+        first, as (table id, version); malformed ones are skipped (`due` drops them)."""
+        raw = await self.redis.zrevrangebyscore(DEADLINES, now_ms, "-inf", start=0, num=limit)
+        parsed = (parse_deadline_member(as_bytes(member)) for member in raw)
+        return [entry for entry in parsed if entry is not None]
+
+    @reconnecting
+    async def next_due_after(self, now_ms: int) -> int | None:
+        """When the first deadline entry later than ``now_ms`` falls due (None: there is none)."""
+        first = await self.redis.zrangebyscore(DEADLINES, f"({now_ms}", "+inf", start=0, num=1,
+                                               withscores=True)
+        return int(first[0][1]) if first else None
+
+    @reconnecting
     async def next_due_ms(self) -> int | None:
         first = await self.redis.zrange(DEADLINES, 0, 0, withscores=True)
         return int(first[0][1]) if first else None
@@ -322,3 +544,47 @@ class Store:
     @reconnecting
     async def release_lease(self, table_id: str, owner: str) -> None:
         await self._release(keys=[TableKeys(table_id).lease], args=[owner])
+
+    @reconnecting
+    async def mark_seen(self, table_id: str, seats: Mapping[int, int]) -> None:
+        """Seat -> the time (ms) up to which that seat is known to have had a connection, for a
+        table that exists (the entry takes the table's lifetime)."""
+        if not seats:
+            return
+        keys = TableKeys(table_id)
+        args = [x for seat, ms in seats.items() for x in (str(seat), ms)]
+        await self._seen(keys=[keys.version, keys.seen], args=args)
+
+    @reconnecting
+    async def refresh_seen(self, seen: Mapping[str, Mapping[int, int]]) -> None:
+        """`mark_seen` for many tables whose entries `mark_seen` made (one HSET each, pipelined;
+        an existing hash keeps its lifetime)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for table_id, seats in seen.items():
+                if seats:
+                    pipe.hset(TableKeys(table_id).seen,
+                              mapping={str(seat): ms for seat, ms in seats.items()})
+            await pipe.execute()
+
+    @reconnecting
+    async def seen(self, table_id: str) -> dict[int, int]:
+        """Seat -> the last time (ms) that seat is known to have had a connection."""
+        raw = await self.redis.hgetall(TableKeys(table_id).seen)
+        result: dict[int, int] = {}
+        for seat, ms in raw.items():
+            with contextlib.suppress(ValueError):
+                result[int(seat)] = int(ms)
+        return result
+
+    @reconnecting
+    async def set_owner(self, table_id: str, owner: str) -> None:
+        await self.redis.set(TableKeys(table_id).owner, owner)
+        await self.share_lifetime(table_id)
+
+    @reconnecting
+    async def owners(self, table_ids: Sequence[str]) -> list[str | None]:
+        """The owner of each table (None: not recorded), one single-key GET each, pipelined."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for table_id in table_ids:
+                pipe.get(TableKeys(table_id).owner)
+            return [as_bytes(v).decode() if v is not None else None for v in await pipe.execute()]

@@ -6,18 +6,19 @@ Owns the request shape of ``POST /api/tables``; imports `engine` for rules and b
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import engine
 from engine.bots import BOT_LEVELS
+from server import text
 from server.rejected import Rejected
 
-MAX_NAME = 60
-MAX_PLAYER_NAME = 32
-REQUEST_FIELDS = frozenset({"rules", "players", "bots", "clock", "on_timeout", "private", "name"})
+MAX_NAME = text.MAX_TABLE_NAME
+MAX_PLAYER_NAME = text.MAX_PLAYER_NAME
+REQUEST_FIELDS = frozenset({"rules", "players", "bots", "clock", "on_timeout", "private", "name",
+                            "spectator_chat"})
 ON_TIMEOUT = ("bot", "forfeit")
 REALTIME_MOVE_S = (1, 3600)
 REALTIME_RESERVE_S = (0, 24 * 3600)
@@ -62,6 +63,9 @@ class TableConfig:
     clock: ClockConfig | None = None
     on_timeout: str = "bot"
     private: bool = False
+    # True / False: spectators may / may not chat; None: only while the table is not crowded
+    # (at most SPECTATOR_CHAT_MAX spectators).
+    spectator_chat: bool | None = None
 
     def to_data(self) -> dict[str, Any]:
         clock = None
@@ -69,7 +73,8 @@ class TableConfig:
             clock = [self.clock.kind, self.clock.move_ms, self.clock.reserve_ms, self.clock.max_ms]
         return {"name": self.name, "players": self.players, "rules": self.rules,
                 "bots": {str(s): lvl for s, lvl in self.bots.items()}, "clock": clock,
-                "on_timeout": self.on_timeout, "private": self.private}
+                "on_timeout": self.on_timeout, "private": self.private,
+                "spectator_chat": self.spectator_chat}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> TableConfig:
@@ -79,6 +84,7 @@ class TableConfig:
             bots={int(s): lvl for s, lvl in data["bots"].items()},
             clock=ClockConfig(clock[0], clock[1], clock[2], clock[3]) if clock else None,
             on_timeout=data["on_timeout"], private=data["private"],
+            spectator_chat=data.get("spectator_chat"),
         )
 
 
@@ -101,17 +107,20 @@ def _number(value: object, what: str, bounds: tuple[int, int]) -> float:
 
 
 def clean_name(value: object, what: str, limit: int) -> str:
-    """A display name: a string of 1..limit printable characters, outer spaces removed."""
-    if not isinstance(value, str):
-        raise _bad(f"{what} must be a string")
-    name = value.strip()
-    if not name:
-        raise _bad(f"{what} must not be empty")
-    if len(name) > limit:
-        raise _bad(f"{what} must be at most {limit} characters")
-    if any(unicodedata.category(ch).startswith("C") for ch in name):
-        raise _bad(f"{what} must not contain control characters")
-    return name
+    """A display name of 1..limit characters under the text rules of server.text, outer
+    spaces removed."""
+    try:
+        return text.check(value, what, limit)
+    except ValueError as exc:
+        raise _bad(str(exc)) from None
+
+
+def clean_player_name(value: object) -> str:
+    """A person's name at a table: `clean_name`, and not a bot's label."""
+    try:
+        return text.player_name(value, MAX_PLAYER_NAME)
+    except ValueError as exc:
+        raise _bad(str(exc)) from None
 
 
 def _clock(value: object) -> ClockConfig | None:
@@ -182,11 +191,14 @@ def parse_create_request(request: object) -> TableConfig:
     private = request.get("private", False)
     if not isinstance(private, bool):
         raise _bad("private must be true or false")
+    spectator_chat = request.get("spectator_chat")
+    if spectator_chat is not None and not isinstance(spectator_chat, bool):
+        raise _bad("spectator_chat must be true, false or null")
     name = request.get("name")
     preset = spec if isinstance(spec, str) else str(spec.get("preset", "dominoes"))
     name = f"{preset} table" if name is None else clean_name(name, "name", MAX_NAME)
     return TableConfig(
         name=name[:MAX_NAME], players=players, rules=rules.spec,
         bots=_bots(request.get("bots"), players), clock=_clock(request.get("clock")),
-        on_timeout=str(on_timeout), private=private,
+        on_timeout=str(on_timeout), private=private, spectator_chat=spectator_chat,
     )

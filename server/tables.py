@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import hmac
 import logging
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from multiprocessing import get_context
 from typing import Any, Literal
 
 import msgpack
@@ -26,6 +27,7 @@ import redis.asyncio
 from redis.exceptions import RedisError
 
 import engine
+from server import replays
 from server.diff import diff
 from server.record import (
     FINISHED,
@@ -39,10 +41,11 @@ from server.record import (
     game_result,
 )
 from server.rejected import Rejected
-from server.store import TABLE_ID, Store
-from server.table_config import MAX_PLAYER_NAME, clean_name, parse_create_request
+from server.settings import Settings
+from server.store import INVITE_FIELD, TABLE_ID, Store, token_hash
+from server.table_config import clean_player_name, parse_create_request
 
-__all__ = ["SPECTATORS", "Rejected", "TableService"]
+__all__ = ["SPECTATORS", "Rejected", "TableService", "token_hash"]
 
 log = logging.getLogger("server.tables")
 
@@ -50,11 +53,6 @@ MAX_CLIENT_ID = 32
 PUBLIC_LIST_LIMIT = 200
 CACHE_TABLES = 1024
 WRITE_ATTEMPTS = 20
-STATUS_ORDER = {WAITING: 0, PLAYING: 1, FINISHED: 2}
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +70,25 @@ class Change:
 
     record: TableRecord
     events: list[dict[str, Any]]
-    token: tuple[Literal["set", "del"], int, str] | None = None
+    token: tuple[Literal["set", "del"], int | str, str] | None = None
 
 
 def unknown_table(table_id: str) -> Rejected:
+    """The answer for a table that does not exist -- and, word for word, for a private table
+    asked for without its invite, so that probing ids tells nothing."""
     return Rejected("unknown_table", f"no table {table_id!r}", status=404)
+
+
+def seat_left() -> Rejected:
+    return Rejected("seat_left", "this seat's token is no longer valid: the seat was left",
+                    status=403)
+
+
+def invite_matches(invite: object, invite_hash: str | None) -> bool:
+    """True for a public table (no invite hash) or the right invite code."""
+    if invite_hash is None:
+        return True
+    return isinstance(invite, str) and hmac.compare_digest(token_hash(invite), invite_hash)
 
 
 class TableService:
@@ -84,14 +96,26 @@ class TableService:
 
     ``history_limit``: versions kept in each table's stream (None = the whole game).
     ``bot_delay_ms``: how long a bot waits before it moves. ``clock``: seconds since the epoch.
+    ``waiting_ttl_s``: a waiting table nobody joins for this long disappears.
+    ``retention_s``: a finished table (transcript and replay included) is kept this long.
+    ``seat_connect_s``: a waiting table's seat whose person has not been connected for this long
+    (never, since taking it) is freed.
     """
 
     def __init__(self, redis: redis.asyncio.Redis, *, history_limit: int | None = None,
-                 bot_delay_ms: int = 600, clock: Callable[[], float] = time.time) -> None:
+                 bot_delay_ms: int = 600, clock: Callable[[], float] = time.time,
+                 waiting_ttl_s: float = 3600.0, retention_s: float = 86400.0,
+                 seat_connect_s: float = 60.0) -> None:
         self.store = Store(redis, history_limit=history_limit)
         self.bot_delay_ms = bot_delay_ms
         self.clock = clock
+        self.seat_connect_ms = max(1, round(seat_connect_s * 1000))
+        self.lifetime_ms = {WAITING: max(1, round(waiting_ttl_s * 1000)), PLAYING: 0,
+                            FINISHED: max(1, round(retention_s * 1000))}
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
+        self._render_pool: ProcessPoolExecutor | None = None  # started on the first render
+        self._render_slot = asyncio.Semaphore(1)
+        self._rendering: dict[tuple[str, str], asyncio.Future[bytes]] = {}
         # Where each new game's seed comes from (tests replace it to replay the same deals).
         self.seed_source: Callable[[], int] = functools.partial(secrets.randbits, 62)
 
@@ -171,65 +195,142 @@ class TableService:
     def notice_channel(self, table_id: str) -> str:
         return f"t:{{{table_id}}}:n"
 
-    async def summary(self, table_id: str, invite: str | None = None) -> dict[str, Any]:
-        async with unavailable_on_redis_error():
-            loaded = await self._load(table_id)
-        self._check_invite(loaded.record, invite)
+    async def summary(self, table_id: str, invite: str | None = None,
+                      token: str | None = None) -> dict[str, Any]:
+        loaded = await self._readable(table_id, invite, token)
         return loaded.record.summary(loaded.version)
 
-    async def list_public(self) -> list[dict[str, Any]]:
+    async def _readable(self, table_id: str, invite: object, token: object) -> Loaded:
+        """The table, for a reader who may see it: anyone for a public table; for a private
+        one, whoever has its invite code or a seat token of it. Otherwise the table does not
+        exist for them (unknown_table, as for an id that was never created)."""
         async with unavailable_on_redis_error():
-            ids = await self.store.public_ids(PUBLIC_LIST_LIMIT)
-            metas = await self.store.metas(ids)
-        summaries = [msgpack.unpackb(meta) for meta in metas if meta is not None]
-        # Newest first within each status; open tables first.
-        summaries.sort(key=lambda s: (STATUS_ORDER.get(s["status"], 3), -s["created"]))
+            loaded = await self._load(table_id)
+            invite_hash = loaded.record.invite_hash
+            if invite_matches(invite, invite_hash):
+                return loaded
+            if isinstance(token, str) and token:
+                _, hashes, _ = await self.store.access(table_id)
+                if self._seat_of(token, hashes) is not None:
+                    return loaded
+        raise unknown_table(table_id)
+
+    async def list_public(self) -> list[dict[str, Any]]:
+        """Public tables for the lobby: the open ones (waiting for players) first, then those
+        playing, newest first within each, at most PUBLIC_LIST_LIMIT. Finished and expired
+        tables are never listed: an index entry whose table is gone or has moved on is mended
+        here."""
+        summaries: list[dict[str, Any]] = []
+        async with unavailable_on_redis_error():
+            for status in (WAITING, PLAYING):
+                want = PUBLIC_LIST_LIMIT - len(summaries)
+                if want <= 0:
+                    break
+                ids = await self.store.public_ids(status, want)
+                metas = await self.store.metas(ids)
+                for table_id, meta in zip(ids, metas, strict=True):
+                    summary = msgpack.unpackb(meta) if meta is not None else None
+                    if summary is not None and summary["status"] == status:
+                        summaries.append(summary)
+                    else:
+                        await self.store.index_public(
+                            table_id, summary["created"] if summary else 0,
+                            summary["status"] if summary else FINISHED)
         return summaries
 
     @staticmethod
-    def _check_invite(record: TableRecord, invite: object) -> None:
-        if record.invite_hash is None:
-            return
-        if not isinstance(invite, str) or not hmac.compare_digest(
-                token_hash(invite), record.invite_hash):
-            raise Rejected("bad_invite", "this private table needs its invite code", status=403)
+    def _seat_of(token: str, hashes: Mapping[int, str]) -> int | None:
+        wanted = token_hash(token)
+        found = None
+        for seat, stored in hashes.items():  # every comparison, in constant time each
+            if hmac.compare_digest(wanted, stored):
+                found = seat
+        return found
 
-    async def authenticate(self, table_id: str, token: str | None) -> int | None:
+    async def authenticate(self, table_id: str, token: str | None,
+                           invite: str | None = None) -> tuple[int | None, int]:
+        """(seat or None for a spectator, the version at which the token was checked).
+
+        A private table answers unknown_table unless the token holds one of its seats or the
+        invite is right; a bad token answers bad_token."""
         if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
             raise unknown_table(str(table_id))
         async with unavailable_on_redis_error():
-            if await self.store.version(table_id) == 0:
-                raise unknown_table(table_id)
-            if token is None:
-                return None
-            hashes = await self.store.token_hashes(table_id)
-        if not isinstance(token, str):
-            raise Rejected("bad_token", "that is not a seat token", status=403)
-        wanted = token_hash(token)
-        for seat, stored in hashes.items():
-            if hmac.compare_digest(wanted, stored):
-                return seat
+            version, hashes, invite_hash = await self.store.access(table_id)
+        if version == 0:
+            raise unknown_table(table_id)
+        seat = self._seat_of(token, hashes) if isinstance(token, str) else None
+        if seat is not None:
+            return seat, version
+        if not invite_matches(invite, invite_hash):
+            raise unknown_table(table_id)
+        if token is None:
+            return None, version
         raise Rejected("bad_token", "that token holds no seat at this table", status=403)
 
-    async def transcript(self, table_id: str) -> dict[str, Any]:
+    async def token_current(self, table_id: str, seat: int, hashed: str) -> bool:
+        """Whether ``seat`` is still held by the token whose hash is ``hashed``."""
         async with unavailable_on_redis_error():
-            loaded = await self._load(table_id)
-        if loaded.record.status != FINISHED:
-            raise Rejected("game_not_over", "the transcript is ready when the game is over",
-                           status=409, version=loaded.version)
-        transcript: dict[str, Any] = engine.to_transcript(loaded.record.game)
-        return transcript
+            stored = await self.store.token_hash(table_id, seat)
+        return stored is not None and hmac.compare_digest(stored, hashed)
 
-    async def replay(self, table_id: str) -> list[dict[str, Any]]:
-        views: list[dict[str, Any]] = engine.replay_views(await self.transcript(table_id))
-        return views
+    async def transcript(self, table_id: str, invite: str | None = None,
+                         token: str | None = None) -> bytes:
+        """The finished game's transcript, as gzip-compressed JSON."""
+        return await self._rendered(table_id, "transcript", invite, token)
+
+    async def replay(self, table_id: str, invite: str | None = None,
+                     token: str | None = None) -> bytes:
+        """``{"views": [the spectator's view after each move]}``, as gzip-compressed JSON."""
+        return await self._rendered(table_id, "replay", invite, token)
+
+    async def _rendered(self, table_id: str, kind: str, invite: str | None,
+                        token: str | None) -> bytes:
+        """A finished game's transcript or replay: rendered once, in the render worker (never
+        on the event loop, one game at a time), then kept with the table for as long as it is
+        kept."""
+        loaded = await self._readable(table_id, invite, token)
+        if loaded.record.status != FINISHED:
+            raise Rejected("game_not_over", f"the {kind} is ready when the game is over",
+                           status=409, version=loaded.version)
+        async with unavailable_on_redis_error():
+            cached = await self.store.rendered(table_id, kind)
+            if cached is not None:
+                return cached
+            job = self._rendering.get((table_id, kind))
+            if job is None:
+                job = asyncio.ensure_future(self._render(table_id, kind, loaded.record))
+                self._rendering[(table_id, kind)] = job
+                job.add_done_callback(lambda _: self._rendering.pop((table_id, kind), None))
+            return await asyncio.shield(job)
+
+    async def _render(self, table_id: str, kind: str, record: TableRecord) -> bytes:
+        transcript = record.transcript()  # reveals the seed and salt: finished games only
+        async with self._render_slot:
+            if self._render_pool is None:
+                self._render_pool = ProcessPoolExecutor(max_workers=1,
+                                                        mp_context=get_context("spawn"))
+            loop = asyncio.get_running_loop()
+            data = await loop.run_in_executor(self._render_pool, replays.render, kind,
+                                              transcript)
+        await self.store.keep_rendered(table_id, kind, data)
+        return data
+
+    def close(self) -> None:
+        """Stop the render worker (if it was started)."""
+        pool, self._render_pool = self._render_pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     # -- the write path --------------------------------------------------------------------
     async def _write(self, table_id: str, change: Callable[[Loaded], Change], *,
-                     expected: int | None = None, client: tuple[int, str] | None = None) -> int:
+                     expected: int | None = None, client: tuple[int, str] | None = None,
+                     require: tuple[int, str] | None = None) -> int:
         """Load → change → atomic commit; returns the new version. With ``expected`` a stale
         version is refused; without it the change is recomputed on the newer version (joins,
-        bots, clocks). A ``client`` (seat, id) already accepted returns its first version."""
+        bots, clocks). A ``client`` (seat, id) already accepted returns its first version.
+        With ``require`` (seat, token hash) the commit is refused (seat_left) unless that token
+        still holds that seat when it lands."""
         for _attempt in range(WRITE_ATTEMPTS):
             loaded = await self._load(table_id)
             if expected is not None and loaded.version != expected:
@@ -241,7 +342,7 @@ class TableService:
                 if prior is not None:
                     return prior
                 raise
-            version = await self._commit(table_id, loaded, result, client)
+            version = await self._commit(table_id, loaded, result, client, require)
             if version is not None:
                 return version
             if expected is not None:
@@ -264,7 +365,8 @@ class TableService:
                        version=current)
 
     async def _commit(self, table_id: str, loaded: Loaded, change: Change,
-                      client: tuple[int, str] | None) -> int | None:
+                      client: tuple[int, str] | None,
+                      require: tuple[int, str] | None = None) -> int | None:
         version = loaded.version + 1
         docs = change.record.documents(version)
         new = Loaded(version, change.record, dict(docs))
@@ -276,22 +378,45 @@ class TableService:
             frames[audience] = bytes(msgpack.packb(frame))
         now = self.now_ms()
         meta = bytes(msgpack.packb(change.record.summary(version)))
+        status = change.record.status
         result = await self.store.commit(
             table_id, loaded.version, change.record.to_blob(), meta, frames,
-            client=client, token=change.token)
+            client=client, token=change.token, require=require,
+            lifetime_ms=self.lifetime_ms.get(status, 0))
         if result.outcome == "dup":
             return result.version
+        if result.outcome == "revoked":
+            raise seat_left()
         if result.outcome == "stale":
             return None
         self._remember(table_id, new)
-        due = change.record.due_ms(now, self.bot_delay_ms)
-        had_due = loaded.version > 0 and loaded.record.due_ms(now, self.bot_delay_ms) is not None
+        if loaded.version > 0 and status != loaded.record.status \
+                and not change.record.config.private:
+            # Not part of the commit (the lobby indexes are global keys, in other cluster
+            # slots): a failure here is repaired when the lobby is next listed.
+            with contextlib.suppress(RedisError):
+                await self.store.index_public(table_id, change.record.created_ms, status)
+        due = self.due_ms(change.record, now)
+        had_due = loaded.version > 0 and self.due_ms(loaded.record, now) is not None
         if due is not None or had_due:  # tables without bots or clocks skip this round trip
             await self.store.schedule(table_id, loaded.version, version, due)
         return version
 
+    def due_ms(self, record: TableRecord, now_ms: int) -> int | None:
+        """When the scheduler must look at the table next: a bot's move or a clock
+        (TableRecord.due_ms), or, for a waiting table with people seated, whether each of them
+        has connected (a seat nobody connects to for SEAT_CONNECT_S is freed)."""
+        due = record.due_ms(now_ms, self.bot_delay_ms)
+        if due is None and record.status == WAITING and any(
+                seat.taken and seat.bot is None for seat in record.seats):
+            return now_ms + self.seat_connect_ms
+        return due
+
     # -- requests --------------------------------------------------------------------------
-    async def create(self, request: Mapping[str, object]) -> dict[str, Any]:
+    async def create(self, request: Mapping[str, object],
+                     owner: str | None = None) -> dict[str, Any]:
+        """A new table; ``owner`` names who created it (server.fairness.owner_key), so that the
+        scheduler can share bot time fairly between owners."""
         config = parse_create_request(request)
         invite = secrets.token_urlsafe(12) if config.private else None
         async with unavailable_on_redis_error():
@@ -302,17 +427,23 @@ class TableService:
                                          token_hash(invite) if invite else None)
                 # Version 1 replaces the whole document: its frame fits any base.
                 empty = Loaded(0, record, dict.fromkeys(record.documents(0)))
-                change = Change(record, [{"type": "table", "status": WAITING}])
+                change = Change(record, [{"type": "table", "status": WAITING}],
+                                ("set", INVITE_FIELD, record.invite_hash)
+                                if record.invite_hash else None)
                 version = await self._commit(table_id, empty, change, None)
                 if version is not None:
+                    if owner is not None:
+                        await self.store.set_owner(table_id, owner)
                     if not config.private:
-                        await self.store.index_public(table_id, record.created_ms)
+                        # After the commit (another cluster slot): should this write fail,
+                        # the table is unlisted and expires after WAITING_TTL.
+                        await self.store.index_public(table_id, record.created_ms, WAITING)
                     return {"id": table_id, "invite": invite}
         raise Rejected("unavailable", "could not allocate a table id", status=503)
 
     async def join(self, table_id: str, seat: int | None, name: str,
                    invite: str | None) -> tuple[int, str]:
-        player = clean_name(name, "name", MAX_PLAYER_NAME)
+        player = clean_player_name(name)
         if seat is not None and (not isinstance(seat, int) or isinstance(seat, bool)):
             raise Rejected("bad_request", "seat must be a seat number or null", status=400)
         token = secrets.token_urlsafe(32)
@@ -321,7 +452,8 @@ class TableService:
 
         def change(loaded: Loaded) -> Change:
             record = loaded.record
-            self._check_invite(record, invite)
+            if not invite_matches(invite, record.invite_hash):
+                raise unknown_table(table_id)
             if seat is not None and not 0 <= seat < record.config.players:
                 raise Rejected("bad_request", f"no seat {seat} at this table", status=400)
             if record.status != WAITING:
@@ -348,6 +480,8 @@ class TableService:
         async with unavailable_on_redis_error():
             # The token's hash names this join, so a retried commit is recognised as done.
             await self._write(table_id, change, client=(-1, "join:" + hashed[:32]))
+            # Until its person connects, the seat counts as last seen when it was taken.
+            await self.store.mark_seen(table_id, {taken[0]: self.now_ms()})
         return taken[0], token
 
     def _start(self, record: TableRecord) -> TableRecord:
@@ -356,9 +490,10 @@ class TableService:
 
     async def leave(self, table_id: str, token: str) -> None:
         async with unavailable_on_redis_error():
-            seat = await self.authenticate(table_id, token)
+            seat, _ = await self.authenticate(table_id, token)
             if seat is None:
                 raise Rejected("bad_token", "a seat token is needed to leave", status=403)
+            hashed = token_hash(token)
 
             def change(loaded: Loaded) -> Change:
                 record = loaded.record
@@ -374,10 +509,20 @@ class TableService:
                     record = record.with_turn_clock(None, -1, self.now_ms())
                 return Change(record, events, ("del", seat, ""))
 
-            await self._write(table_id, change, client=(seat, "leave:" + token_hash(token)[:32]))
+            try:
+                await self._write(table_id, change, client=(seat, "leave:" + hashed[:32]),
+                                  require=(seat, hashed))
+            except Rejected as rej:
+                if rej.code == "seat_left":  # a concurrent leave with the same token won
+                    raise Rejected("bad_token", "that token holds no seat at this table",
+                                   status=403) from rej
+                raise
 
     async def submit(self, table_id: str, seat: int, move: Mapping[str, object],
-                     expected_version: int, client_id: str) -> int:
+                     expected_version: int, client_id: str, *, token: str | None = None) -> int:
+        """Play ``move`` for ``seat``, held by the token whose hash is ``token``: the commit
+        is refused (seat_left) if that token no longer holds the seat when it lands. Only a
+        caller that speaks for the seat itself (a test, a tool) passes ``token=None``."""
         if not isinstance(client_id, str) or not 1 <= len(client_id) <= MAX_CLIENT_ID:
             raise Rejected("bad_message", "a move id is a string of 1 to 32 characters")
         if not isinstance(expected_version, int) or isinstance(expected_version, bool) \
@@ -395,7 +540,8 @@ class TableService:
 
         async with unavailable_on_redis_error():
             return await self._write(table_id, change, expected=expected_version,
-                                     client=(seat, "m:" + client_id))
+                                     client=(seat, "m:" + client_id),
+                                     require=None if token is None else (seat, token))
 
     def _play(self, record: TableRecord, seat: int, move: Any,
               extra_event: dict[str, Any] | None) -> Change:
@@ -419,10 +565,11 @@ class TableService:
         return Change(record.with_turn_clock(previous_turn, previous_round, self.now_ms()),
                       events)
 
-    async def run_deadlines(self, stop: asyncio.Event) -> None:
+    async def run_deadlines(self, stop: asyncio.Event, settings: Settings | None = None) -> None:
         from server.scheduler import Scheduler
 
-        await Scheduler(self).run(stop)
+        scheduler = Scheduler(self) if settings is None else Scheduler.from_settings(self, settings)
+        await scheduler.run(stop)
 
 
 def parse_move(move: object) -> Any:

@@ -11,19 +11,21 @@ import asyncio
 import logging
 import time
 from typing import Any, TypeGuard
-from urllib.parse import urlsplit
 
 import msgpack
 from redis.exceptions import RedisError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from server.connection import Close, Connection
+from server.guard import origin_allowed
 from server.hub import Hub, TooManyTables
 from server.limits import AddressBudget, TokenBucket
 from server.logs import event
 from server.metrics import Metrics
 from server.rejected import Rejected
 from server.settings import Settings
+from server.store import token_hash
+from server.text import chat_text
 
 PROTO = 1
 MAX_ID = 32
@@ -37,16 +39,6 @@ class BadMessage(Exception):
 
 def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def origin_allowed(origin: str | None, host: str | None, allowed: tuple[str, ...]) -> bool:
-    if not origin:
-        return True  # not a browser
-    if "*" in allowed or origin in allowed:
-        return True
-    if allowed:
-        return False
-    return bool(host) and urlsplit(origin).netloc.lower() == (host or "").lower()
 
 
 def decode(data: bytes) -> dict[str, Any]:
@@ -79,9 +71,10 @@ class Session:
         self.hub: Hub = state.hub
         self.metrics: Metrics = state.metrics
         self.bad_tokens: AddressBudget = state.bad_tokens
-        self.conn = Connection(websocket, self.metrics, self.settings.send_queue)
+        self.conn = Connection(websocket, self.metrics, self.settings.send_queue,
+                               self.settings.send_queue_bytes)
         self.bucket = TokenBucket(self.settings.rate, self.settings.rate_burst)
-        self.chat_bucket = TokenBucket(1.0, 5)
+        self.chat_bucket = TokenBucket(self.settings.chat_rate, self.settings.chat_burst)
         self.address = websocket.client.host if websocket.client else "?"
         self.attached = False
 
@@ -97,7 +90,7 @@ class Session:
         await self.ws.accept()
         if not origin_allowed(
             self.ws.headers.get("origin"), self.ws.headers.get("host"),
-            self.settings.allowed_origins,
+            self.settings.allowed_origins, self.ws.url.scheme,
         ):
             await self.ws.close(int(Close.POLICY), "origin not allowed")
             return
@@ -254,8 +247,9 @@ class Session:
             raise BadMessage("hello was already received")
 
     async def _hello(self, message: dict[str, Any]) -> None:
-        proto, table, token, since = (
-            message.get("proto"), message.get("table"), message.get("token"), message.get("since")
+        proto, table, token, since, invite = (
+            message.get("proto"), message.get("table"), message.get("token"),
+            message.get("since"), message.get("invite"),
         )
         if not _is_int(proto):
             raise BadMessage('"proto" must be an integer')
@@ -269,13 +263,11 @@ class Session:
             raise BadMessage('"token" must be a string or null')
         if since is not None and (not _is_int(since) or since < 0):
             raise BadMessage('"since" must be a version (integer >= 0) or null')
-        if token is not None and self.bad_tokens.exhausted(self.address):
-            self.error("rate_limited", "too many bad tokens from this address")
-            self.conn.close_soon(Close.RATE_LIMIT, "bad token rate")
-            return
+        if invite is not None and (not isinstance(invite, str) or not 0 < len(invite) <= 64):
+            raise BadMessage('"invite" must be a string or null')
         self.conn.table = table
         try:
-            seat = await self.service.authenticate(table, token)
+            seat, checked_at = await self.service.authenticate(table, token, invite)
         except Rejected as rej:
             self._refuse(rej)
             return
@@ -286,6 +278,9 @@ class Session:
             return
         self.conn.seat = seat
         self.conn.audience = "s" if seat is None else str(seat)
+        if seat is not None and isinstance(token, str):
+            self.conn.token_hash = token_hash(token)
+            self.conn.token_version = checked_at
 
         def welcome(version: int) -> dict[str, object]:
             return {"t": "welcome", "proto": PROTO, "table": table, "seat": seat, "v": version}
@@ -311,13 +306,21 @@ class Session:
 
     def _refuse(self, rej: Rejected) -> None:
         code = rej.code
-        if code == "bad_token":
-            self.bad_tokens.fail(self.address)
+        if code == "bad_token" and not self.bad_tokens.charge(self.address):
+            self.error("rate_limited", "too many bad tokens from this address")
+            self.conn.close_soon(Close.RATE_LIMIT, "bad token rate")
+        elif code == "bad_token":
             self.error("bad_token", rej.message)
             self.conn.close_soon(Close.BAD_TOKEN, "bad token")
+        elif code == "seat_left":
+            self.error("seat_left", rej.message)
+            self.conn.close_soon(Close.SEAT_LEFT, "seat left")
         elif code == "unknown_table":
             self.error("unknown_table", rej.message)
             self.conn.close_soon(Close.UNKNOWN_TABLE, "unknown table")
+        elif code == "too_many_spectators":
+            self.error(code, rej.message)
+            self.conn.close_soon(Close.TOO_MANY_SPECTATORS, "too many spectators")
         else:
             self.error(code, rej.message)
             self.conn.close_soon(Close.INTERNAL if code == "unavailable" else Close.POLICY, code)
@@ -336,12 +339,15 @@ class Session:
                 self._reject(client_id, "not_seated", "spectators cannot move", None)
                 return
             new_version = await self.service.submit(
-                self.conn.table, self.conn.seat, move, version, client_id
+                self.conn.table, self.conn.seat, move, version, client_id,
+                token=self.conn.token_hash,
             )
         except BadMessage as exc:
             self._reject(client_id, "bad_message", str(exc), None)
         except Rejected as rej:
             self._reject(client_id, rej.code, rej.message, rej.version)
+            if rej.code == "seat_left":
+                self.conn.close_soon(Close.SEAT_LEFT, "seat left")
         else:
             # The move is committed: its answer is `accepted` whatever happens to delivery. A
             # diff that cannot be fetched now is retried in the background (and a client that
@@ -364,9 +370,7 @@ class Session:
         self.log("move rejected", code=code)  # never the move: it may name a hidden tile
 
     async def _chat(self, message: dict[str, Any]) -> None:
-        text = message.get("text")
-        if not isinstance(text, str) or not text.strip() or len(text) > MAX_CHAT:
-            raise BadMessage(f'"text" must be 1 to {MAX_CHAT} characters')
+        text = chat_text(message.get("text"), MAX_CHAT, BadMessage)
         if self.chat_bucket.take() != "ok":
             self.error("rate_limited", "too many chat messages")
             return

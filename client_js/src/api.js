@@ -42,6 +42,7 @@ export const api = {
     call("POST", `/api/tables/${enc(id)}/join`, { seat, name, invite: invite ?? null }),
   leave: (id, token) => call("POST", `/api/tables/${enc(id)}/leave`, { token }),
   replay: (id) => call("GET", `/api/tables/${enc(id)}/replay`),
+  transcript: (id, invite) => call("GET", `/api/tables/${enc(id)}/transcript${q(invite)}`),
 };
 
 const SEAT_KEY = (id) => `allfives.seat.${id}`;

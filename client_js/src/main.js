@@ -1,7 +1,9 @@
 /**
  * Entry point: routes by URL hash — #/ lobby, #/t/<id>[?invite=code] table,
- * #/replay/<id> replay — and shows the connection badge. Only glue.
+ * #/replay/<id> replay, #/fair[/<id>] how to check a game's deals — and shows the
+ * connection badge. Only glue.
  */
+import { showFairPage } from "./fair_page.js";
 import { showLobby } from "./lobby.js";
 import { showReplay } from "./replay.js";
 import { showTable } from "./table.js";
@@ -37,6 +39,8 @@ function route() {
     });
   } else if (parts[0] === "replay" && parts[1]) {
     teardown = showReplay(app, decodeURIComponent(parts[1]));
+  } else if (parts[0] === "fair") {
+    teardown = showFairPage(app, parts[1] ? decodeURIComponent(parts[1]) : null, params.get("invite"));
   } else {
     teardown = showLobby(app);
   }

@@ -23,6 +23,7 @@ const FINAL_CLOSES = new Map([
   [4000, "opened in another tab"],
   [4001, "unknown table"],
   [4002, "bad seat token"],
+  [4005, "this seat was left"],
 ]);
 
 /** Delay before reconnect attempt `n` (0-based): exponential with full jitter. */
@@ -37,12 +38,14 @@ export class TableSocket {
    * @param {string} o.url         ws:// or wss:// address of /ws
    * @param {string} o.table       table id
    * @param {() => string|null} o.token   seat token (null = spectator)
+   * @param {() => string|null} [o.invite] invite code of a private table (null = none)
    * @param {() => number|null} o.version last version held (null = needs a snapshot)
    * @param {(msg: object) => void} o.onMessage
    * @param {(status: string, detail?: string, closeCode?: number) => void} o.onStatus
    */
   constructor(o) {
     Object.assign(this, { url: o.url, table: o.table, token: o.token, version: o.version });
+    this.invite = o.invite ?? (() => null);
     this.onMessage = o.onMessage;
     this.onStatus = o.onStatus;
     this.ws = null;
@@ -83,6 +86,7 @@ export class TableSocket {
       this.lastHeard = Date.now();
       this.sendRaw({
         t: "hello", proto: PROTO, table: this.table, token: this.token(), since: this.version(),
+        invite: this.invite(),
       });
       clearInterval(this.timers.ping);
       this.timers.ping = setInterval(() => this.heartbeat(), PING_EVERY_MS);

@@ -3,9 +3,12 @@
  * little UI state that is not the server's (the tile being placed, the hand summaries
  * already seen), turns clicks into move frames, resends a move left unanswered by a
  * dropped connection (same id, applied once), and asks for a sync when the store sees
- * a gap. All game decisions come from the server's `legal` list.
+ * a gap. It notes the table's deal commitment while the game is on and, once the game is
+ * over, checks the seed its transcript reveals against it (fair.js). All game decisions
+ * come from the server's `legal` list.
  */
 import { api, forgetSeat, playerName, savedSeat, saveSeat, setPlayerName } from "./api.js";
+import { checkDeal, rememberCommitment, seenCommitment } from "./fair.js";
 import { TableSocket } from "./socket.js";
 import { canMove, initialState, playsByTile, reduce, sinceVersion } from "./store.js";
 import { TableView } from "./view/table.js";
@@ -22,7 +25,11 @@ function wsUrl() {
 /** Shows table `id` in `root`; returns a function that tears it down. */
 export function showTable(root, id, { invite = null, onConnection = () => {} } = {}) {
   let state = initialState(id);
-  const ui = { selected: null, seenRounds: null, invite, name: playerName(), joinError: null };
+  const ui = {
+    selected: null, seenRounds: null, invite, name: playerName(), joinError: null,
+    fair: null, // the fair-deal check of the finished game (fair.js checkDeal), once started
+  };
+  let noted = seenCommitment(id); // the commitment seen while the game was on
   let resumeTo = null;
   let socket = null;
   let view = null;
@@ -46,7 +53,30 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
     render();
   }
 
+  function watchDeal() {
+    const table = state.doc?.table;
+    if (!table?.commitment) return;
+    if (table.status !== "finished") {
+      if (!noted) {
+        noted = table.commitment;
+        rememberCommitment(id, noted);
+      }
+      return;
+    }
+    if (ui.fair) return;
+    ui.fair = { status: "checking" };
+    const shown = table.commitment;
+    api.transcript(id, ui.invite)
+      .then((transcript) => checkDeal({ transcript, seen: noted, shown }))
+      .catch((e) => ({ status: "error", reason: `the transcript could not be read: ${e.message}` }))
+      .then((result) => {
+        ui.fair = result;
+        render();
+      });
+  }
+
   function afterChange() {
+    watchDeal();
     const game = state.doc?.game;
     // The first document seen: earlier hand summaries are history, not news.
     if (ui.seenRounds === null && game) ui.seenRounds = game.rounds?.length ?? 0;
@@ -70,12 +100,14 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
       url: wsUrl(),
       table: id,
       token: () => savedSeat(id)?.token ?? null,
+      invite: () => ui.invite,
       version: () => sinceVersion(state),
       onMessage: dispatch,
       onStatus: (status, detail, code) => {
         dispatch({ t: "local/conn", status });
         onConnection(status, detail);
-        if (code === 4002 && savedSeat(id) === null) {
+        if (code === 4005) forgetSeat(id); // the seat was left (here or on another device)
+        if ((code === 4002 || code === 4005) && savedSeat(id) === null) {
           // the seat token was refused (the seat was left): watch instead
           setTimeout(connect, 0);
         }

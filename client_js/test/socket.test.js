@@ -26,11 +26,12 @@ let got;
 let statuses;
 let sock;
 
-function start(token = "tok") {
+function start(token = "tok", invite = undefined) {
   sock = new TableSocket({
     url: "ws://test/ws",
     table: "k3f9x2",
     token: () => token,
+    invite: invite === undefined ? undefined : () => invite,
     version: () => held,
     onMessage: (m) => {
       got.push(m);
@@ -55,7 +56,22 @@ test("hello carries the seat token and the version held", () => {
   const ws = start("seat-token");
   ws.accept();
   assert.deepEqual(ws.sent[0],
-    { t: "hello", proto: 1, table: "k3f9x2", token: "seat-token", since: 12 });
+    { t: "hello", proto: 1, table: "k3f9x2", token: "seat-token", since: 12, invite: null });
+});
+
+test("hello carries a private table's invite code", () => {
+  const ws = start(null, "k9Qx");
+  ws.accept();
+  assert.equal(ws.sent[0].invite, "k9Qx");
+  assert.equal(ws.sent[0].token, null);
+});
+
+test("a seat that was left is final: no reconnect with its token", () => {
+  const ws = start();
+  ws.accept();
+  ws.drop(4005);
+  assert.deepEqual(statuses.at(-1), ["offline", 4005]);
+  assert.equal(ScriptedWebSocket.made.length, 1);
 });
 
 test("welcome makes the connection online", () => {

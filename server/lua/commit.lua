@@ -1,19 +1,28 @@
 -- Atomic commit of one table version (the only write path of a table).
--- KEYS: 1 version, 2 state, 3 stream, 4 seat-token hashes, 5 meta, 6 client-id key
+-- KEYS: 1 version, 2 state, 3 stream, 4 seat-token hashes, 5 meta, 6 client ids (hash),
+--       7.. the table's other keys, which share its lifetime (ARGV[12])
 --       (all share the table's hash tag, so they live in one cluster slot)
 -- ARGV: 1 expected version, 2 state blob, 3 meta blob, 4 notice channel,
---       5 stream max length (0 = keep all), 6 client-id TTL in ms (0 = no client id),
---       7 token op ("", "set", "del"), 8 token seat, 9 token hash,
---       10 number of frames, then (audience, frame) pairs
+--       5 stream max length (0 = keep all), 6 client id field ("" = no client id),
+--       7 token op ("", "set", "del"), 8 token field (a seat, or "invite"), 9 token hash,
+--       10 seat whose token must be ARGV[11] ("" = none), 11 that token's hash,
+--       12 lifetime in ms of every key of the table from now (0 = no expiry),
+--       13 number of frames, then (audience, frame) pairs
+-- A token op also writes the field "!tok" = its field into the version's stream entry: every
+-- socket that authenticated with that seat's token before this version is closed before it is
+-- shown this version.
 -- Returns {"ok", new version} | {"stale", current version} | {"dup", version first accepted}
-local cid_ttl = tonumber(ARGV[6])
-if cid_ttl > 0 then
-  local prior = redis.call('GET', KEYS[6])
+--       | {"revoked", current version}: the seat's token is no longer ARGV[11]
+if ARGV[6] ~= '' then
+  local prior = redis.call('HGET', KEYS[6], ARGV[6])
   if prior then
     return {'dup', tonumber(prior)}
   end
 end
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if ARGV[10] ~= '' and redis.call('HGET', KEYS[4], ARGV[10]) ~= ARGV[11] then
+  return {'revoked', current}
+end
 if current ~= tonumber(ARGV[1]) then
   return {'stale', current}
 end
@@ -27,10 +36,14 @@ if ARGV[7] == 'set' then
 elseif ARGV[7] == 'del' then
   redis.call('HDEL', KEYS[4], ARGV[8])
 end
-local n = tonumber(ARGV[10])
+local n = tonumber(ARGV[13])
 local entry = {}
 for i = 1, 2 * n do
-  entry[i] = ARGV[10 + i]
+  entry[i] = ARGV[13 + i]
+end
+if ARGV[7] ~= '' then
+  entry[2 * n + 1] = '!tok'
+  entry[2 * n + 2] = ARGV[8]
 end
 local maxlen = tonumber(ARGV[5])
 if maxlen > 0 then
@@ -38,8 +51,16 @@ if maxlen > 0 then
 else
   redis.call('XADD', KEYS[3], id, unpack(entry))
 end
-if cid_ttl > 0 then
-  redis.call('SET', KEYS[6], v, 'PX', cid_ttl)
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[6], ARGV[6], v)
+end
+local ttl = tonumber(ARGV[12])
+for i = 1, #KEYS do
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[i], ttl)
+  else
+    redis.call('PERSIST', KEYS[i])
+  end
 end
 redis.call('PUBLISH', ARGV[4], v)
 return {'ok', v}

@@ -91,7 +91,7 @@ async def test_tables_play_on_a_redis_cluster(cluster: RedisCluster) -> None:
         table_id, tokens = await new_table(tables, 2, clock={"kind": "realtime", "move_s": 5,
                                                              "reserve_s": 0})
         ids.append(table_id)
-        assert await tables.authenticate(table_id, tokens[1]) == 1
+        assert (await tables.authenticate(table_id, tokens[1]))[0] == 1
     nodes = {cluster.get_node_from_key(f"t:{{{t}}}:v").name for t in ids}
     assert len(nodes) > 1
     for table_id in ids:

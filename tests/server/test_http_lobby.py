@@ -41,7 +41,7 @@ async def test_create_list_and_summary(http: httpx.AsyncClient) -> None:
 
     secret = private.json()
     response = await http.get(f"/api/tables/{secret['id']}")
-    assert (response.status_code, error_code(response)) == (403, "bad_invite")
+    assert (response.status_code, error_code(response)) == (404, "unknown_table")
     response = await http.get(f"/api/tables/{secret['id']}", params={"invite": secret["invite"]})
     assert response.status_code == 200 and response.json()["private"] is True
     response = await http.get("/api/tables/nosuch")

@@ -28,8 +28,9 @@ async def test_every_key_of_a_table_shares_its_hash_tag(redis_client: redis.asyn
     await store.commit("abcd12", 0, b"s", b"m", frames(1), client=(0, "m1"),
                        token=("set", 0, "ff" * 32))
     keys = sorted(k.decode() for k in await redis_client.keys("*"))
-    assert keys == ["t:{abcd12}:c:0:m1", "t:{abcd12}:log", "t:{abcd12}:meta", "t:{abcd12}:state",
+    assert keys == ["t:{abcd12}:cid", "t:{abcd12}:log", "t:{abcd12}:meta", "t:{abcd12}:state",
                     "t:{abcd12}:tok", "t:{abcd12}:v"]
+    keys += TableKeys("abcd12").companions  # written outside the commit, same lifetime
     slots = {key_slot(k.encode()) for k in keys}
     assert len(slots) == 1
 
@@ -58,8 +59,23 @@ async def test_a_retried_client_id_returns_the_version_first_accepted(
     assert await store.client_version("abcd12", 1, "m7") == 2
     # The same id from another seat is another message.
     assert await store.commit("abcd12", 2, b"s3", b"m", frames(3), client=(0, "m7")) == ("ok", 3)
-    ttl = await redis_client.pttl(TableKeys("abcd12").client(1, "m7"))
-    assert ttl > 0
+    # Client ids live as long as the table: here, with no lifetime given, for good.
+    assert await redis_client.pttl(TableKeys("abcd12").clients) == -1
+
+
+async def test_a_commit_gives_every_key_of_the_table_its_lifetime(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    keys = TableKeys("abcd12")
+    await store.commit("abcd12", 0, b"s1", b"m", frames(1), client=(0, "a"), lifetime_ms=5000)
+    await redis_client.rpush(keys.chat, b"line")
+    await store.share_lifetime("abcd12")
+    for key in (keys.version, keys.state, keys.stream, keys.meta, keys.clients, keys.chat):
+        assert 0 < await redis_client.pttl(key) <= 5000, key
+    await store.commit("abcd12", 1, b"s2", b"m", frames(2), client=(0, "b"))  # kept for good
+    for key in (keys.version, keys.state, keys.stream, keys.meta, keys.clients, keys.chat):
+        assert await redis_client.pttl(key) == -1, key
 
 
 async def test_concurrent_commits_on_one_version_let_exactly_one_win(
@@ -80,9 +96,45 @@ async def test_token_hashes_are_set_and_removed_with_the_commit(
 ) -> None:
     store = Store(redis_client)
     await store.commit("abcd12", 0, b"s", b"m", frames(1), token=("set", 1, "ab" * 32))
-    assert await store.token_hashes("abcd12") == {1: "ab" * 32}
-    await store.commit("abcd12", 1, b"s", b"m", frames(2), token=("del", 1, ""))
-    assert await store.token_hashes("abcd12") == {}
+    assert await store.access("abcd12") == (1, {1: "ab" * 32}, None)
+    await store.commit("abcd12", 1, b"s", b"m", frames(2), token=("set", "invite", "cd" * 32))
+    assert await store.access("abcd12") == (2, {1: "ab" * 32}, "cd" * 32)
+    await store.commit("abcd12", 2, b"s", b"m", frames(3), token=("del", 1, ""))
+    assert await store.access("abcd12") == (3, {}, "cd" * 32)
+
+
+async def test_a_commit_requiring_a_seat_token_is_refused_once_the_token_changed(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s1", b"m", frames(1), token=("set", 0, "aa" * 32))
+    assert await store.commit("abcd12", 1, b"s2", b"m", frames(2),
+                              require=(0, "aa" * 32)) == ("ok", 2)
+    await store.commit("abcd12", 2, b"s3", b"m", frames(3), token=("del", 0, ""))
+    assert await store.commit("abcd12", 3, b"s4", b"m", frames(4),
+                              require=(0, "aa" * 32)) == ("revoked", 3)
+    assert await store.commit("abcd12", 3, b"s4", b"m", frames(4),
+                              require=(1, "aa" * 32)) == ("revoked", 3)
+    assert await store.load("abcd12") == (3, b"s3")
+
+
+async def test_frames_name_the_last_version_that_changed_the_audiences_seat_token(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s", b"m", frames(1), token=("set", 0, "aa" * 32))
+    await store.commit("abcd12", 1, b"s", b"m", frames(2))
+    await store.commit("abcd12", 2, b"s", b"m", frames(3), token=("del", 0, ""))
+    await store.commit("abcd12", 3, b"s", b"m", frames(4), token=("set", 1, "bb" * 32))
+    seat0 = await store.frames_since("abcd12", "0", 0)
+    assert seat0 is not None and [v for v, _ in seat0] == [1, 2, 3, 4]
+    assert seat0.revoked_at == 3
+    seat0_late = await store.frames_since("abcd12", "0", 3)
+    assert seat0_late is not None and seat0_late.revoked_at is None
+    seat1 = await store.frames_since("abcd12", "1", 0)
+    assert seat1 is not None and seat1.revoked_at == 4
+    spectators = await store.frames_since("abcd12", "s", 0)
+    assert spectators is not None and spectators.revoked_at is None
 
 
 async def test_frames_since_returns_each_missing_version_for_one_audience(

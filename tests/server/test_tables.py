@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gzip
+import json
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -103,11 +105,11 @@ async def test_full_two_player_game_to_the_end(tables: TableService) -> None:
     assert max(game["scores"]) >= 150
     assert doc["table"]["result"] == {"winner": game["winner"], "reason": "game_end",
                                       "seat": None}
-    transcript = await tables.transcript(table_id)
+    transcript = json.loads(gzip.decompress(await tables.transcript(table_id)))
     assert transcript["players"] == 2
     assert sum(len(r["moves"]) for r in transcript["rounds"]) == moves
     assert engine.replay(transcript)["winner"] == game["winner"]
-    views = await tables.replay(table_id)
+    views = json.loads(gzip.decompress(await tables.replay(table_id)))["views"]
     # Each round's deal, then the view after each move.
     assert len(views) == moves + len(transcript["rounds"])
     assert views[0]["layout"] == [] and views[0]["hand"] is None
@@ -132,7 +134,10 @@ async def test_first_version_is_the_whole_waiting_document(tables: TableService)
                   {"name": "Bot", "bot": "greedy", "taken": True}],
         "clock": {"kind": None, "deadline": None, "reserve": None},
         "private": False, "result": None,
+        # the deal commitment's value is checked against the revealed seed in test_fair_deal.py
+        "commitment": message["ops"][0][2]["table"]["commitment"],
     }
+    assert len(expected_table["commitment"]) == 64
     assert message["ops"] == [["=", [], {"v": 1, "game": None, "table": expected_table}]]
     assert await tables.snapshot(table_id, "2") == (1, {"v": 1, "game": None,
                                                         "table": expected_table})
@@ -295,16 +300,29 @@ async def test_private_table_needs_its_invite_and_is_not_listed(tables: TableSer
     invite = private["invite"]
     assert isinstance(invite, str) and len(invite) >= 16
     assert [s["id"] for s in await tables.list_public()] == [public["id"]]
+    with pytest.raises(Rejected) as unknown:
+        await tables.summary("nosuchtable")
     for wrong in (None, "nope"):
         with pytest.raises(Rejected) as refused:
             await tables.summary(private["id"], wrong)
-        assert (refused.value.code, refused.value.status) == ("bad_invite", 403)
+        # Exactly what an id that never existed gets, but for the id itself.
+        assert (refused.value.code, refused.value.status) == ("unknown_table", 404)
+        assert refused.value.message == unknown.value.message.replace("nosuchtable",
+                                                                      private["id"])
         with pytest.raises(Rejected) as refused:
             await tables.join(private["id"], 0, "ann", wrong)
-        assert refused.value.code == "bad_invite"
+        assert (refused.value.code, refused.value.status) == ("unknown_table", 404)
+        with pytest.raises(Rejected) as refused:
+            await tables.authenticate(private["id"], None, wrong)
+        assert refused.value.code == "unknown_table"
     summary = await tables.summary(private["id"], invite)
     assert summary["private"] is True and summary["name"] == "secret"
-    assert (await tables.join(private["id"], 0, "ann", invite))[0] == 0
+    seat, token = await tables.join(private["id"], 0, "ann", invite)
+    assert seat == 0
+    # A seat's token is enough for its holder; the invite lets a spectator in.
+    assert (await tables.authenticate(private["id"], token))[0] == 0
+    assert (await tables.authenticate(private["id"], None, invite))[0] is None
+    assert (await tables.summary(private["id"], None, token))["id"] == private["id"]
 
 
 async def test_summary_and_listing_put_open_tables_first(tables: TableService) -> None:
@@ -326,8 +344,8 @@ async def test_seat_tokens_authenticate_and_are_stored_only_as_hashes(
     tables: TableService, redis_client: redis.asyncio.Redis,
 ) -> None:
     table_id, tokens = await new_table(tables, 2)
-    assert await tables.authenticate(table_id, tokens[1]) == 1
-    assert await tables.authenticate(table_id, None) is None
+    assert (await tables.authenticate(table_id, tokens[1]))[0] == 1
+    assert (await tables.authenticate(table_id, None))[0] is None
     for bad in ("nope", tokens[0][:-1] + "x", ""):
         with pytest.raises(Rejected) as refused:
             await tables.authenticate(table_id, bad)
@@ -373,7 +391,7 @@ async def test_redis_restart_mid_game_with_empty_script_cache_keeps_playing() ->
         await tables.snapshot(table_id, "s")  # the first command meets the restarted server
         await client.script_flush()
         assert await tables.snapshot(table_id, "0") == before
-        assert await tables.authenticate(table_id, tokens[1]) == 1
+        assert (await tables.authenticate(table_id, tokens[1]))[0] == 1
         server.kill()
         server.start()
         follower = DocumentFollower(tables, table_id, "1")

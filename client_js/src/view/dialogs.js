@@ -1,7 +1,8 @@
 /**
  * The table's two rooms around the game: the waiting room (seats to take, the player's
  * name, the invite link of a private table) and the dialogs over the felt (a finished
- * hand's summary, the game-over screen). Draw only; intents go to `actions`.
+ * hand's summary, the game-over screen with the fair-deal check). Draw only; intents go
+ * to `actions`.
  */
 import { el, esc, fill } from "./dom.js";
 import { roundSummary } from "./summary.js";
@@ -61,6 +62,7 @@ export function drawDialog(o, { game, table, ui, state, name }) {
 <p class="winner">${winners === null ? "No winner" : `${esc(winners)} won`}</p>
 <ul class="final final-scores">${scores}</ul>
 ${rounds.length ? roundSummary(rounds.at(-1), rounds.length - 1, game, name) : ""}
+${fairDeal(ui.fair, table, ui.invite)}
 <p class="dialog-actions"><a class="button primary" href="#/replay/${esc(table?.id)}">Watch the replay</a>
 <a class="button ghost" href="#/">Lobby</a></p></div>`;
     return;
@@ -76,6 +78,46 @@ ${rounds.length ? roundSummary(rounds.at(-1), rounds.length - 1, game, name) : "
 ${roundSummary(rounds[k], k, game, name)}
 <p class="dialog-actions"><button type="button" class="primary" data-dismiss>Next hand</button></p></div>`;
   o.querySelector("[data-dismiss]")?.focus();
+}
+
+const FAIR_TITLES = {
+  checking: "Checking the deal…",
+  verified: "Deal verified",
+  mismatch: "Deal NOT verified",
+  unavailable: "Deal not checked",
+  error: "Deal not checked",
+};
+
+/** The game-over dialog's fair-deal section: what was checked, and how to check the rest. */
+export function fairDeal(fair, table, invite = null) {
+  if (!fair || !table) return "";
+  const id = esc(table.id);
+  const query = invite ? `?invite=${esc(encodeURIComponent(invite))}` : "";
+  const hashed = fair.by === "crypto.subtle" ? "computed in this browser with crypto.subtle"
+    : "computed in this browser by the page's own script";
+  let title = FAIR_TITLES[fair.status] ?? FAIR_TITLES.error;
+  let detail = "";
+  if (fair.status === "verified" && fair.against === "start") {
+    detail = `SHA-256 of the seed and salt revealed now (${hashed}) equals the commitment this
+browser noted while the game was on, so the deals were fixed before then and not changed.`;
+  } else if (fair.status === "verified") {
+    title = "Seed matches the commitment shown now";
+    detail = `SHA-256 of the revealed seed and salt (${hashed}) equals the commitment the table
+shows now. This browser did not see the table before the game ended: compare the commitment
+below with the one you saw when the game started.`;
+  } else if (fair.status === "mismatch") {
+    detail = `${esc(fair.reason)}${fair.computed ? ` (${hashed})` : ""}.`;
+  } else if (fair.status !== "checking") {
+    detail = `${esc(fair.reason ?? "the transcript could not be read")}.`;
+  }
+  const commitment = fair.commitment ?? table.commitment;
+  return `<section class="fair-deal" data-status="${esc(fair.status)}" aria-live="polite">
+<h3>${title}</h3>${detail ? `<p>${detail}</p>` : ""}
+${commitment ? `<p class="commitment">Commitment <code>${esc(commitment)}</code></p>` : ""}
+<p class="muted">Only the commitment is checked here. To check every hand and the boneyard
+against the seed, run <code>python -m engine verify</code> on the
+<a href="/api/tables/${esc(encodeURIComponent(table.id))}/transcript${query}" download="${id}.json">transcript</a>:
+<a class="fair-help" href="#/fair/${esc(encodeURIComponent(table.id))}${query}">how to check it yourself</a>.</p></section>`;
 }
 
 function copyText(text, button) {

@@ -121,7 +121,7 @@ export class TableView {
       () => this.drawScores(game, table));
     this.region("history", [game?.history, table?.seats], () => this.drawHistory(game, table));
     this.region("chat", [state.chat], () => this.drawChat(state.chat));
-    this.region("overlay", [game?.rounds, game?.game_over, ui.seenRounds, table?.seats, table?.status],
+    this.region("overlay", [game?.rounds, game?.game_over, ui.seenRounds, table?.seats, table?.status, ui.fair],
       () => this.drawOverlay(game, table, ui, state));
     this.tickClocks();
   }

@@ -17,7 +17,7 @@ const PIPS = {
 
 /** Shared gradients, put once in the page (a hidden <svg>) and used by every tile. */
 export function tileDefs() {
-  return `<svg width="0" height="0" style="position:absolute" aria-hidden="true"><defs>
+  return `<svg class="tile-defs" width="0" height="0" aria-hidden="true"><defs>
 <linearGradient id="ivory" x1="0" y1="0" x2="0.35" y2="1">
 <stop offset="0" stop-color="#fffdf4"/><stop offset="0.6" stop-color="#f3ecd9"/>
 <stop offset="1" stop-color="#e2d7bc"/></linearGradient>

@@ -1,0 +1,68 @@
+"""Reading a table's history one bounded chunk at a time (a resume, a `sync`).
+
+Owns: the windowed read of one audience's frames: the version and at most `max_frames` stream
+entries after `since`, cut at `max_bytes` of that audience's frames. The stream layout and the
+meaning of its entries are server.store's (this reads the same keys in the same order as
+`Store.frames_since_many` and keeps its rules, through `Store._frames_of`).
+Must not import the engine, tables or the hub.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis.asyncio as aioredis
+
+from server.store import Frames, Store, TableKeys, as_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Frames since+1 .. since+len(frames) of one audience, and the table's version when read."""
+
+    since: int
+    frames: Frames
+    current: int
+
+    @property
+    def last(self) -> int:
+        """The version the receiver holds once these frames are applied."""
+        return self.frames[-1][0] if self.frames else self.since
+
+    @property
+    def done(self) -> bool:
+        """Whether these frames reach the table's version (nothing older is left to send)."""
+        return self.last >= self.current
+
+
+async def read_chunk(redis: aioredis.Redis, table_id: str, audience: str, since: int, *,
+                     max_frames: int, max_bytes: int) -> Chunk | None:
+    """The next chunk of `audience`'s history after `since`: at most `max_frames` frames and,
+    beyond the first, at most `max_bytes` bytes. None when part of that history is gone or
+    `since` is not a version of the table (a snapshot is needed)."""
+    if since < 0:
+        return None
+    keys = TableKeys(table_id)
+    # Version first, then the stream (two single-key reads, as Store.frames_since_many).
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.get(keys.version)
+        pipe.xrange(keys.stream, min=f"0-{min(since, 2**62) + 1}", max="+",
+                    count=max(1, max_frames))
+        version_raw, entries = await pipe.execute()
+    current = int(version_raw) if version_raw is not None else 0
+    wanted = audience.encode()
+    kept, size = 0, 0
+    for _, fields in entries:
+        size += len(fields.get(wanted) or b"")
+        if kept and size > max_bytes:
+            break
+        kept += 1
+    entries = entries[:kept]
+    versions = [int(as_bytes(entry_id).split(b"-", 1)[1]) for entry_id, _ in entries]
+    # Up to the last entry read (or the table's version when none was): Store's rules then say
+    # whether these are exactly the versions since+1.. in order, for this audience.
+    upto = min(current, versions[-1]) if versions else current
+    frames = Store._frames_of(audience, since, upto, versions, entries)
+    if frames is None:
+        return None
+    return Chunk(since, frames, max(current, frames[-1][0] if frames else since))
