@@ -113,6 +113,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     app.state.redis, app.state.service, app.state.hub = redis, service, hub
     app.state.quotas = Quotas(service.store, settings)
     app.state.bad_tokens = AddressBudget(settings.bad_token_rate)
+    app.state.address_limits = hub.limits
     stop = asyncio.Event()
     own_redis = embedded is not None or settings.redis_embedded
     logs.event("started", process=process_id, redis="embedded" if own_redis else "external")

@@ -39,6 +39,7 @@ class Close(IntEnum):
     RATE_LIMIT = 4004
     SEAT_LEFT = 4005
     TOO_MANY_SPECTATORS = 4006
+    TOO_MANY_CONNECTIONS = 4007
 
 
 _ids = itertools.count(1)

@@ -27,6 +27,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from server.admission import AddressLimits
 from server.backlog import Chunk, read_chunk
 from server.connection import Close, Connection, pack
 from server.crowd import CHAT_MODES, Crowd
@@ -97,6 +98,9 @@ class Hub:
         self._tasks: set[asyncio.Task[None]] = set()
         self._group: asyncio.TaskGroup | None = None
         self.crowd = Crowd(redis, settings, metrics, process_id)
+        self.limits = AddressLimits(
+            settings.max_sockets_per_address,
+            int(settings.max_tables_per_process * settings.tables_per_address_share))
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -153,11 +157,19 @@ class Hub:
     ) -> None:
         """Register `conn`, queue welcome + its catch-up (snapshot or missed diffs) in order.
         A spectator over the caps of its table or address: Rejected `too_many_spectators`."""
-        if conn.seat is None:
-            await self.crowd.admit(conn)
+        if not self.limits.attach(conn.address, conn.table):
+            raise Rejected("too_many_tables", "too many tables watched from your address",
+                           status=429)
+        try:
+            if conn.seat is None:
+                await self.crowd.admit(conn)
+        except BaseException:
+            self.limits.detach(conn.address, conn.table)
+            raise
         try:
             await self._attach(conn, since, welcome)
         except BaseException:
+            self.limits.detach(conn.address, conn.table)
             table_id = self.crowd.forget(conn)
             if table_id is not None:
                 self._spawn(self._release_spectator(conn, table_id))
@@ -339,6 +351,7 @@ class Hub:
         if conns is None or conn not in conns:
             return
         conns.discard(conn)
+        self.limits.detach(conn.address, conn.table)
         if not conns:
             del table.audiences[conn.audience]
         if not table.audiences:

@@ -29,6 +29,12 @@ def _share(value: float) -> float:
     return value
 
 
+def _share_of(name: str, value: float) -> float:
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be more than 0 and at most 1")
+    return value
+
+
 def _positive(name: str, value: float) -> float:
     if value <= 0:
         raise ValueError(f"{name} must be more than 0")
@@ -74,6 +80,8 @@ class Settings:
     join_rate: int = 30  # seats taken per minute per address
     seat_connect_s: float = 60.0  # a waiting table's seat with no connection this long is freed
     max_tables_per_process: int = 10_000
+    max_sockets_per_address: int = 256  # websockets of one client address in one process
+    tables_per_address_share: float = 0.1  # of max_tables_per_process, for one address
     max_connections: int = 0  # connections served at once (0: the descriptor limit less a reserve)
     reconnect_window_s: float = 30.0  # presence entries of a vanished process expire after this
     allowed_origins: tuple[str, ...] = ()  # empty: origin host must equal Host; "*": any
@@ -160,6 +168,11 @@ class Settings:
                                      num("SEAT_CONNECT_S", d.seat_connect_s, float)),
             max_tables_per_process=int(num("MAX_TABLES_PER_PROCESS", d.max_tables_per_process)),
             max_connections=int(num("MAX_CONNECTIONS", d.max_connections)),
+            max_sockets_per_address=max(1, int(num("MAX_SOCKETS_PER_ADDRESS",
+                                                   d.max_sockets_per_address))),
+            tables_per_address_share=_share_of("TABLES_PER_ADDRESS_SHARE",
+                                               num("TABLES_PER_ADDRESS_SHARE",
+                                                   d.tables_per_address_share, float)),
             reconnect_window_s=float(num("RECONNECT_WINDOW_S", d.reconnect_window_s, float)),
             allowed_origins=origins,
             allowed_hosts=hosts,

@@ -16,7 +16,8 @@ import msgpack
 from redis.exceptions import RedisError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from server.connection import Close, Connection
+from server.admission import AddressLimits
+from server.connection import Close, Connection, pack
 from server.guard import origin_allowed
 from server.hub import Hub, TooManyTables
 from server.limits import AddressBudget, TokenBucket
@@ -60,8 +61,8 @@ class Session:
     """One client's conversation, from hello to close."""
 
     __slots__ = (
-        "address", "attached", "bad_tokens", "bucket", "chat_bucket", "conn", "hub", "metrics",
-        "service", "settings", "ws",
+        "address", "attached", "bad_tokens", "bucket", "chat_bucket", "conn", "hub", "limits",
+        "metrics", "service", "settings", "ws",
     )
 
     def __init__(self, websocket: WebSocket, state: Any) -> None:
@@ -71,6 +72,7 @@ class Session:
         self.hub: Hub = state.hub
         self.metrics: Metrics = state.metrics
         self.bad_tokens: AddressBudget = state.bad_tokens
+        self.limits: AddressLimits = state.address_limits
         self.conn = Connection(websocket, self.metrics, self.settings.send_queue,
                                self.settings.send_queue_bytes)
         self.bucket = TokenBucket(self.settings.rate, self.settings.rate_burst)
@@ -94,6 +96,18 @@ class Session:
         ):
             await self.ws.close(int(Close.POLICY), "origin not allowed")
             return
+        if not self.limits.open_socket(self.address):
+            self.metrics.closes.labels(code=str(int(Close.TOO_MANY_CONNECTIONS))).inc()
+            await self.ws.send_bytes(pack({"t": "error", "code": "too_many_connections",
+                                           "message": "too many connections from your address"}))
+            await self.ws.close(int(Close.TOO_MANY_CONNECTIONS), "too many connections")
+            return
+        try:
+            await self._run()
+        finally:
+            self.limits.close_socket(self.address)
+
+    async def _run(self) -> None:
         self.metrics.connections.inc()
         task = asyncio.current_task()
         forced = False
@@ -318,6 +332,9 @@ class Session:
         elif code == "unknown_table":
             self.error("unknown_table", rej.message)
             self.conn.close_soon(Close.UNKNOWN_TABLE, "unknown table")
+        elif code == "too_many_tables":
+            self.error(code, rej.message)
+            self.conn.close_soon(Close.TOO_MANY_CONNECTIONS, "too many tables")
         elif code == "too_many_spectators":
             self.error(code, rej.message)
             self.conn.close_soon(Close.TOO_MANY_SPECTATORS, "too many spectators")
