@@ -9,15 +9,20 @@ Tests that kill or restart Redis make their own ``RedisServer()`` instead of usi
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
-import redis.asyncio
 
-from tests.support.redis_server import RedisServer
+if TYPE_CHECKING:  # imported by the fixtures themselves: engine tests need no server stack
+    import redis.asyncio
+
+    from tests.support.redis_server import RedisServer
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
+    from tests.support.redis_server import RedisServer
+
     with RedisServer() as server:
         yield server
 
@@ -32,6 +37,8 @@ def redis_url(redis_server: RedisServer) -> str:
 
 @pytest.fixture
 async def redis_client(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
+    import redis.asyncio
+
     client = redis.asyncio.Redis.from_url(redis_url)
     try:
         yield client

@@ -106,10 +106,9 @@ async def test_leaving_a_game_in_progress_closes_the_socket_before_the_bot_takes
     assert all(v <= before for v in versions_seen(old))
 
 
-async def test_a_move_and_a_chat_on_a_revoked_socket_are_never_applied(
-    service: ServiceProcess, http: httpx.AsyncClient
-) -> None:
-    """Sent right after the leave, before the close can arrive: the commit itself refuses."""
+async def two_seated(service: ServiceProcess, http: httpx.AsyncClient
+                     ) -> tuple[str, list[str], list[GameClient]]:
+    """A started two-seat table with a connected client on each seat."""
     table = await create_table(http)
     tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
     clients = []
@@ -117,6 +116,14 @@ async def test_a_move_and_a_chat_on_a_revoked_socket_are_never_applied(
         client = await GameClient.connect(service.ws_url)
         assert (await client.hello(table, tokens[seat]))["t"] == "welcome"
         clients.append(client)
+    return table, tokens, clients
+
+
+async def test_a_move_and_a_chat_on_a_revoked_socket_are_never_applied(
+    service: ServiceProcess, http: httpx.AsyncClient
+) -> None:
+    """Sent right after the leave, before the close can arrive: the commit itself refuses."""
+    table, tokens, clients = await two_seated(service, http)
     mover = next(c for c in clients if c.my_turn())
     other = clients[1 - clients.index(mover)]
     legal = mover.game["legal"]
@@ -186,13 +193,7 @@ async def test_a_move_racing_a_leave_is_applied_only_before_it(
     """The move and the leave are sent at the same moment, many times: whichever wins, a move
     accepted for the seat is always at a version before the leave."""
     for _ in range(8):
-        table = await create_table(http)
-        tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
-        clients = []
-        for seat in (0, 1):
-            client = await GameClient.connect(service.ws_url)
-            assert (await client.hello(table, tokens[seat]))["t"] == "welcome"
-            clients.append(client)
+        table, tokens, clients = await two_seated(service, http)
         mover = next(c for c in clients if c.my_turn())
         seat = mover.seat
         assert seat is not None
