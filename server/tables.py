@@ -337,10 +337,12 @@ class TableService:
                 return await self._accepted_or_stale(table_id, loaded.version, client)
             try:
                 result = change(loaded)
-            except Rejected:
+            except Rejected as rej:
                 prior = await self._accepted(table_id, client)
                 if prior is not None:
                     return prior
+                if rej.version is None:  # refused at this version: say which
+                    rej.version = loaded.version
                 raise
             version = await self._commit(table_id, loaded, result, client, require)
             if version is not None:

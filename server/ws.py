@@ -346,7 +346,12 @@ class Session:
     async def _move(self, message: dict[str, Any], started: float) -> None:
         client_id, version, move = message.get("id"), message.get("v"), message.get("move")
         if not isinstance(client_id, str) or not 0 < len(client_id) <= MAX_ID:
-            raise BadMessage('"id" must be a string of 1 to 32 characters')
+            if not isinstance(client_id, str | int) or isinstance(client_id, bool):
+                raise BadMessage('"id" must be a string of 1 to 32 characters')
+            # Answered with the id as sent, so a client waiting on it is not left waiting.
+            self._reject(client_id, "bad_message", '"id" must be a string of 1 to 32 characters',
+                         None)
+            return
         try:
             if not _is_int(version) or version < 0:
                 raise BadMessage('"v" must be a version (integer >= 0)')
@@ -379,7 +384,8 @@ class Session:
             self.metrics.moves_accepted.inc()
         self.metrics.ack_seconds.observe(time.perf_counter() - started)
 
-    def _reject(self, client_id: str, code: str, message: str, version: int | None) -> None:
+    def _reject(self, client_id: str | int, code: str, message: str,
+                version: int | None) -> None:
         self.metrics.moves_rejected.labels(code=code).inc()
         self.conn.send_message(
             {"t": "rejected", "id": client_id, "code": code, "message": message, "v": version}

@@ -124,21 +124,28 @@ async def test_bad_moves_are_rejected_with_their_codes_and_change_nothing(
     held = set(hand) | {"-".join(reversed(t.split("-"))) for t in hand}
     not_held = next(f"{a}-{b}" for a in range(7) for b in range(a + 1) if f"{a}-{b}" not in held)
 
-    async def rejected(client: GameClient, move: object, v: object, code: str) -> None:
+    async def rejected(client: GameClient, move: object, v: object, code: str,
+                       at: int | None = before_v) -> None:
         await client.send({"t": "move", "id": "bad", "v": v, "move": move})
         answer = await client.recv_until("rejected")
         assert (answer["id"], answer["code"]) == ("bad", code), move
+        assert answer["v"] == at, (move, answer)  # the version it was refused at, if read
 
     await rejected(waiter, {"play": waiter.game["hand"][0]},
                    before_v, "not_your_turn")
     await rejected(mover, {"play": not_held}, before_v, "not_in_hand")
-    await rejected(mover, {"jump": True}, before_v, "bad_move")
-    await rejected(mover, "5-5", before_v, "bad_message")
-    await rejected(mover, {"pass": True}, "zero", "bad_message")
+    await rejected(mover, {"jump": True}, before_v, "bad_move", None)
+    await rejected(mover, "5-5", before_v, "bad_message", None)
+    await rejected(mover, {"pass": True}, "zero", "bad_message", None)
     await rejected(mover, {"pass": True}, before_v - 1, "stale_version")
-    await rejected(spectator, {"pass": True}, before_v, "not_seated")
-    await mover.send({"t": "move", "id": "x" * 33, "v": before_v, "move": {"pass": True}})
-    assert (await mover.recv_until("error"))["code"] == "bad_message"
+    await rejected(spectator, {"pass": True}, before_v, "not_seated", None)
+    # A malformed id is answered with that id, so a client waiting on it hears back.
+    for bad_id in ("x" * 33, "", 7):
+        await mover.send({"t": "move", "id": bad_id, "v": before_v, "move": {"pass": True}})
+        answer = await mover.recv_until("rejected")
+        assert (answer["id"], answer["code"]) == (bad_id, "bad_message")
+    await mover.send({"t": "move", "id": None, "v": before_v, "move": {"pass": True}})
+    assert (await mover.recv_until("error"))["code"] == "bad_message"  # no id to answer
     # Nothing changed: a fresh snapshot is the document we had.
     fresh = await GameClient.connect(strict.ws_url)
     await fresh.hello(table)
