@@ -5,16 +5,17 @@ replays (docs/operations.md "Limits and abuse").
     python -m bench.floods --tables 20 --bots 10 --seconds 15
 
 One Redis and one server process with the default limits (the message rate as in production).
-The same honest tables play through four phases of `--seconds` each:
+The same honest tables play through five phases of `--seconds` each:
 
 1. calm;
 2. chat flood: 100 spectator sockets (10 addresses) on honest table 0, created with
    `spectator_chat: true` so that only the budgets stand in the way, each sending a 200-character
    line every second and reading what comes;
-3. history flood: on a long finished table, 10 never-reading sockets and 40 reading ones each
-   send `sync since=0` 10 times a second, and 4 loops reconnect with `hello since=0` and read
-   the whole history, again and again;
-4. calm again (what the machine gives now).
+3. sync flood: on a long finished table, 10 never-reading sockets and 40 reading ones each
+   send `sync since=0` 10 times a second;
+4. resume flood: 4 loops reconnect to that table with `hello since=0` and read the whole
+   history, again and again, as fast as they can;
+5. calm again (what the machine gives now).
 
 Honest tables: `--tables` two-player tables (both seats and a spectator are bench clients, one
 move a second per table) and `--bots` tables of one person against a bot (BOT_DELAY_MS=0: the
@@ -222,15 +223,20 @@ class ChatFlood:
 
 class HistoryFlood:
     """On a long finished table: 10 never-reading sockets and 40 reading ones each sending
-    `sync since=0` 10 times a second, and 4 loops of `hello since=0` + the whole history."""
+    `sync since=0` 10 times a second (`syncs`), or 4 loops of `hello since=0` + the whole
+    history, again and again (`resumes`)."""
 
-    def __init__(self, url: str, port: int, table: str, version: int, attack: Attack) -> None:
+    def __init__(self, url: str, port: int, table: str, version: int, attack: Attack, *,
+                 resumes: bool) -> None:
         self.url, self.port, self.table, self.version = url, port, table, version
         self.attack = attack
+        self.resumes = resumes
         self.silent: list[Any] = []
         self.reading: list[Any] = []
 
     async def connect(self) -> None:
+        if self.resumes:
+            return
         for n in range(10):
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
@@ -288,7 +294,8 @@ class HistoryFlood:
 
         await asyncio.gather(*(never_reads(ws) for ws in self.silent),
                              *(reads_syncs(ws) for ws in self.reading),
-                             *(resume_loop(n) for n in range(4)), return_exceptions=True)
+                             *(resume_loop(n) for n in range(4 if self.resumes else 0)),
+                             return_exceptions=True)
 
 
 @dataclass
@@ -299,6 +306,7 @@ class Phase:
     attack: Attack
     peak_rss_kb: int = 0
     server_ack: tuple[float, float] = (float("nan"), float("nan"))
+    server_cpu: float = 0.0  # share of one core
 
 
 def histogram_change(before: str, after: str, name: str) -> tuple[float, float]:
@@ -354,15 +362,17 @@ async def scenario_flood(tables: int, bots: int, seconds: float) -> None:
         for seat in seats:
             await seat.open(server.ws_url)
         phases = [Phase(name, Stats(), BotStats(), Attack())
-                  for name in ("calm", "chat flood", "history flood", "calm again")]
+                  for name in ("calm", "chat flood", "sync flood", "resume flood", "calm again")]
         attacks = {
             "chat flood": ["chat", server.ws_url, str(server.port), boards[0].id, "0"],
-            "history flood": ["history", server.ws_url, str(server.port), long_table,
-                              str(long_version)],
+            "sync flood": ["syncs", server.ws_url, str(server.port), long_table,
+                           str(long_version)],
+            "resume flood": ["resumes", server.ws_url, str(server.port), long_table,
+                             str(long_version)],
         }
         # One game per table through every phase (move ids stay unique); the figures go to
         # the phase they were measured in.
-        end = time.perf_counter() + 4 * seconds + 120
+        end = time.perf_counter() + len(phases) * seconds + 120
         players = asyncio.gather(*(b.play(1.0, end) for b in boards))
         async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
             for phase in phases:
@@ -381,6 +391,7 @@ async def scenario_flood(tables: int, bots: int, seconds: float) -> None:
                     seat.stats = phase.bots
                 until = time.perf_counter() + seconds
                 before = (await http.get("/metrics")).text
+                cpu_before = server.cpu_s()
 
                 async def sample(until: float = until, phase: Phase = phase) -> None:
                     while time.perf_counter() < until:
@@ -390,6 +401,7 @@ async def scenario_flood(tables: int, bots: int, seconds: float) -> None:
                 await asyncio.gather(*(s.play(until) for s in seats), sample())
                 for board in boards:
                     board.stats = Stats()  # between phases: not counted
+                phase.server_cpu = (server.cpu_s() - cpu_before) / seconds
                 phase.server_ack = histogram_change(
                     before, (await http.get("/metrics")).text, "dominoes_ack_seconds")
                 if attacker is not None:
@@ -415,8 +427,8 @@ def report(phases: list[Phase], tables: int, bots: int, seconds: float) -> None:
     print(f"\nflood: {tables} honest two-player tables (1 move/s each, a spectator each) and "
           f"{bots} person-vs-bot tables, {seconds:.0f} s per phase, one server process")
     print("| phase | honest moves | ack p50 / p99 | server's ack p50 / p99 | all diffs p50 / p99 "
-          "| bot reply p50 / p99 | honest errors | server RSS peak | attackers |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| bot reply p50 / p99 | honest errors | server CPU | server RSS peak | attackers |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for p in phases:
         h, b, a = p.honest, p.bots, p.attack
         ack = h.ack_ms + b.ack_ms
@@ -432,9 +444,10 @@ def report(phases: list[Phase], tables: int, bots: int, seconds: float) -> None:
               f"{pct(h.fanout_ms, .5):.1f} / "
               f"{pct(h.fanout_ms, .99):.1f} ms | {pct(b.reply_ms, .5):.1f} / "
               f"{pct(b.reply_ms, .99):.1f} ms | {h.errors + b.errors} | "
+              f"{p.server_cpu * 100:.0f} % | "
               f"{p.peak_rss_kb / 1024:.0f} MB | {attack or '-'} |")
     calm = phases[0]
-    for p in phases[1:3]:
+    for p in phases[1:-1]:
         RESULTS[f"honest ack p99, calm / {p.name}"] = (
             f"{pct(calm.honest.ack_ms + calm.bots.ack_ms, .99):.1f} / "
             f"{pct(p.honest.ack_ms + p.bots.ack_ms, .99):.1f} ms")
@@ -447,8 +460,9 @@ async def run_attack(kind: str, url: str, port: int, table: str, version: int,
     """The attackers of one phase (a process of their own): connect, say "ready", flood for
     `seconds`, print what they got as JSON."""
     attack = Attack()
-    flood: ChatFlood | HistoryFlood = (ChatFlood(url, table, attack) if kind == "chat"
-                                       else HistoryFlood(url, port, table, version, attack))
+    flood: ChatFlood | HistoryFlood = (
+        ChatFlood(url, table, attack) if kind == "chat"
+        else HistoryFlood(url, port, table, version, attack, resumes=kind == "resumes"))
     await flood.connect()
     print("ready", flush=True)
     await flood.run(time.perf_counter() + seconds)

@@ -1,14 +1,19 @@
-"""Reading a table's history one bounded chunk at a time (a resume, a `sync`).
+"""Reading a table's history one bounded chunk at a time (a resume, a `sync`), and the pace
+of history replays per client address.
 
 Owns: the windowed read of one audience's frames: the version and at most `max_frames` stream
 entries after `since`, cut at `max_bytes` of that audience's frames. The stream layout and the
 meaning of its entries are server.store's (this reads the same keys in the same order as
-`Store.frames_since_many` and keeps its rules, through `Store._frames_of`).
+`Store.frames_since_many` and keeps its rules, through `Store._frames_of`). `ReplayPace`:
+the versions of history replayed to one client address per second, in this process
+(REPLAY_RATE).
 Must not import the engine, tables or the hub.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
@@ -66,3 +71,33 @@ async def read_chunk(redis: aioredis.Redis, table_id: str, audience: str, since:
     if frames is None:
         return None
     return Chunk(since, frames, max(current, frames[-1][0] if frames else since))
+
+
+class ReplayPace:
+    """A token bucket of versions per client address: `rate` a second, up to `burst`. A replay
+    takes a chunk whenever its address's bucket is not in debt and pays for it after (the
+    bucket may go below zero by one chunk), so an address replays at most `burst` versions at
+    once and then `rate` a second, however many sockets it opens; the others are not slowed."""
+
+    def __init__(self, rate: float, burst: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self._levels: dict[str, tuple[float, float]] = {}  # address -> (tokens, when)
+
+    def _level(self, address: str, now: float) -> float:
+        tokens, stamp = self._levels.get(address, (float(self.burst), now))
+        return min(float(self.burst), tokens + (now - stamp) * self.rate)
+
+    def wait_s(self, address: str) -> float:
+        """How long `address` must wait before its next chunk (0: at once)."""
+        tokens = self._level(address, self.clock())
+        if tokens >= 0:
+            return 0.0
+        return -tokens / self.rate if self.rate > 0 else 3600.0
+
+    def spend(self, address: str, versions: int) -> None:
+        now = self.clock()
+        self._levels[address] = (self._level(address, now) - versions, now)
+        if len(self._levels) > 10_000:  # forget the addresses whose bucket is full again
+            self._levels = {a: (t, w) for a, (t, w) in self._levels.items()
+                            if t + (now - w) * self.rate < self.burst}

@@ -122,9 +122,10 @@ class Connection:
             self.metrics.send_queue_bytes.observe(self.queued)
 
     def has_room(self, frames: int, size: int) -> bool:
-        """Whether `frames` answers of `size` bytes in all fit without dropping anything."""
-        return (len(self.pending) + frames <= self.limit
-                and self.queued + size <= self.byte_limit)
+        """Whether `frames` answers of `size` bytes in all fit without dropping anything (an
+        empty queue takes them whatever their size)."""
+        return not self.pending or (len(self.pending) + frames <= self.limit
+                                    and self.queued + size <= self.byte_limit)
 
     def _full(self) -> bool:
         return len(self.pending) >= self.limit or self.queued >= self.byte_limit

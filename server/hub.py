@@ -28,7 +28,7 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from server.admission import AddressLimits
-from server.backlog import Chunk, read_chunk
+from server.backlog import Chunk, ReplayPace, read_chunk
 from server.connection import Close, Connection, pack
 from server.crowd import CHAT_MODES, Crowd
 from server.logs import event, now_ms
@@ -98,6 +98,7 @@ class Hub:
         self._tasks: set[asyncio.Task[None]] = set()
         self._group: asyncio.TaskGroup | None = None
         self.crowd = Crowd(redis, settings, metrics, process_id)
+        self.replay_pace = ReplayPace(settings.replay_rate, settings.replay_burst)
         self.limits = AddressLimits(
             settings.max_sockets_per_address,
             int(settings.max_tables_per_process * settings.tables_per_address_share))
@@ -240,6 +241,9 @@ class Hub:
         # landing meanwhile reaches it, as a diff, after the history.
         conn.send_message(welcome(chunk.current))
         conn.version = chunk.since
+        if self.replay_pace.wait_s(conn.address) > 0:
+            conn.replay(functools.partial(self._replay_next, conn))  # its address must wait
+            return
         self._queue_chunk(conn, chunk)
 
     async def _read_chunk(self, conn: Connection, since: int) -> Chunk | None:
@@ -261,12 +265,16 @@ class Hub:
         conn.version = max(conn.version, chunk.last)
         if chunk.frames:
             self.metrics.replay_chunks.inc()
+            self.replay_pace.spend(conn.address, len(chunk.frames))
         conn.replay(None if chunk.done else functools.partial(self._replay_next, conn))
 
     async def _replay_next(self, conn: Connection) -> None:
         """The writer's call for the next chunk of a history being replayed. The pump leaves a
         replaying socket alone; the chunk that reaches the table's version ends the replay,
         under the table's lock, so the pump takes over from exactly there."""
+        while (wait := self.replay_pace.wait_s(conn.address)) > 0 and conn.closing is None:
+            self.metrics.replay_waits.inc()
+            await asyncio.sleep(min(wait, 0.5))  # REPLAY_RATE: this address replayed its share
         table = self.tables.get(conn.table)
         if table is None:
             conn.replay(None)

@@ -76,6 +76,11 @@ class Metrics:
         self.replay_chunks = Counter(
             "dominoes_replay_chunks", "Chunks of history queued to resuming sockets", registry=r
         )
+        self.replay_waits = Counter(
+            "dominoes_replay_waits",
+            "Chunks of history held back because their address replayed its REPLAY_RATE share",
+            registry=r
+        )
         self.syncs_coalesced = Counter(
             "dominoes_syncs_coalesced",
             "Sync requests within the cooldown, answered together when it ends", registry=r

@@ -63,6 +63,14 @@ class Settings:
     port: int = 8000
     redis_url: str | None = None  # None: start an embedded redis-server
     redis_embedded: bool = False  # redis_url is a redis-server this process started itself
+    # None: start an embedded PostgreSQL cluster in DATA_DIR/postgres
+    database_url: str | None = field(default=None, repr=False)
+    postgres_embedded: bool = False  # database_url is a cluster this process started itself
+    # Failed logins per account and per client address in LOGIN_WINDOW_S (docs/players.md).
+    login_failures_per_account: int = 10
+    login_failures_per_address: int = 50
+    login_window_s: float = 900.0
+    session_ttl_s: float = 30 * 86400.0  # a login session lasts this long
     # Addresses of proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (uvicorn's
     # forwarded_allow_ips: comma-separated IPs or networks, "*" = any).
     forwarded_allow_ips: str = "127.0.0.1"
@@ -115,6 +123,8 @@ class Settings:
     spectator_chat_max: int = 50  # more spectators: their chat is off, unless the table chose
     max_spectators_per_table: int = 2000  # spectator sockets of a table, over every process
     max_spectators_per_address: int = 100  # spectator sockets of one address in one process
+    replay_rate: float = 500.0  # versions of history replayed a second per client address ...
+    replay_burst: int = 2000  # ... in one process (beyond the burst, a replay is paced)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -148,10 +158,20 @@ class Settings:
         chat = _rate_and_burst("CHAT_RATE", e.get("CHAT_RATE"), d.chat_rate, d.chat_burst)
         table_chat = _rate_and_burst("TABLE_CHAT_RATE", e.get("TABLE_CHAT_RATE"),
                                      d.table_chat_rate, d.table_chat_burst)
+        replay = _rate_and_burst("REPLAY_RATE", e.get("REPLAY_RATE"), d.replay_rate,
+                                 d.replay_burst)
         return cls(
             host=e.get("HOST", d.host),
             port=int(num("PORT", d.port)),
             redis_url=e.get("REDIS_URL") or None,
+            database_url=e.get("DATABASE_URL", "").strip() or None,
+            login_failures_per_account=max(1, int(num("LOGIN_FAILURES_PER_ACCOUNT",
+                                                       d.login_failures_per_account))),
+            login_failures_per_address=max(1, int(num("LOGIN_FAILURES_PER_ADDRESS",
+                                                       d.login_failures_per_address))),
+            login_window_s=_positive("LOGIN_WINDOW_S",
+                                     num("LOGIN_WINDOW_S", d.login_window_s, float)),
+            session_ttl_s=_positive("SESSION_TTL_S", num("SESSION_TTL_S", d.session_ttl_s, float)),
             forwarded_allow_ips=e.get("FORWARDED_ALLOW_IPS", "").strip() or d.forwarded_allow_ips,
             data_dir=Path(e.get("DATA_DIR", str(d.data_dir))),
             max_frame=int(num("MAX_FRAME", d.max_frame)),
@@ -198,4 +218,5 @@ class Settings:
                 num("MAX_SPECTATORS_PER_TABLE", d.max_spectators_per_table)),
             max_spectators_per_address=int(
                 num("MAX_SPECTATORS_PER_ADDRESS", d.max_spectators_per_address)),
+            replay_rate=replay[0], replay_burst=replay[1],
         )

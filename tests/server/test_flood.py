@@ -408,7 +408,7 @@ async def test_a_never_reading_socket_is_closed_4003_before_it_costs_a_few_hundr
             return metric(text, 'dominoes_ws_closes_total{code="4003"}') >= 10
 
         slow, per_socket_kb = await sync_attack(server, table, version - 31, sockets=10,
-                                                per_second=50, seconds=30, until=all_cut)
+                                                per_second=50, seconds=90, until=all_cut)
         print(f"never-reading sockets until closed 4003: server RSS +{per_socket_kb:.0f} KB "
               "per socket at the peak")
         assert await all_cut()
@@ -478,6 +478,32 @@ async def test_a_long_resume_is_sent_in_chunks_while_the_game_goes_on(redis_url:
         assert metric(text, 'dominoes_ws_closes_total{code="4003"}') == 0
 
 
+async def test_an_address_replays_history_at_its_pace_and_other_addresses_are_not_slowed(
+    redis_url: str,
+) -> None:
+    table, version = await finished_game(redis_url)
+    # One whole history per address at once (the burst), then 5 versions a second.
+    env = {**FAST, "REPLAY_RATE": f"5/{version}"}
+    async with running(ServiceProcess(redis_url, env=env)) as server:
+        first = await spectator(server.ws_url, table, "127.0.0.2", since=0)
+        await first.wait_version(version, 10)
+        started = time.monotonic()
+        again = await spectator(server.ws_url, table, "127.0.0.2", since=0)
+        other = await spectator(server.ws_url, table, "127.0.0.3", since=0)
+        await other.wait_version(version, 10)
+        reader = Reader(again)
+        await asyncio.sleep(2.0)
+        await reader.stop()
+        took = time.monotonic() - started
+        # The address had spent its burst: a chunk (32 versions) on credit, then 5 a second.
+        assert (again.v or 0) <= 2 * 32 + 5 * took
+        for client in (first, again, other):
+            assert not any(m["t"] == "snapshot" for m in client.messages)
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            text = (await http.get("/metrics")).text
+        assert metric(text, "dominoes_replay_waits_total") >= 1
+
+
 # ---- settings -----------------------------------------------------------------------------------
 
 
@@ -487,20 +513,22 @@ def test_the_flood_limits_are_settings_with_defaults() -> None:
     assert (d.chat_rate, d.chat_burst, d.table_chat_rate, d.table_chat_burst) == (1.0, 5, 2.0, 10)
     assert (d.spectator_chat_max, d.max_spectators_per_table,
             d.max_spectators_per_address) == (50, 2000, 100)
+    assert (d.replay_rate, d.replay_burst) == (500.0, 2000)
     s = Settings.from_env({
         "SEND_QUEUE_BYTES": "2048", "SYNC_COOLDOWN_S": "0.5", "CHAT_RATE": "2/4",
         "TABLE_CHAT_RATE": "3", "SPECTATOR_CHAT_MAX": "7", "MAX_SPECTATORS_PER_TABLE": "9",
-        "MAX_SPECTATORS_PER_ADDRESS": "4",
+        "MAX_SPECTATORS_PER_ADDRESS": "4", "REPLAY_RATE": "10/30",
     })
     assert (s.send_queue_bytes, s.sync_cooldown_s) == (2048, 0.5)
     assert (s.chat_rate, s.chat_burst, s.table_chat_rate, s.table_chat_burst) == (2.0, 4, 3.0, 6)
     assert (s.spectator_chat_max, s.max_spectators_per_table,
             s.max_spectators_per_address) == (7, 9, 4)
+    assert (s.replay_rate, s.replay_burst) == (10.0, 30)
 
 
 @pytest.mark.parametrize("name, value", [
     ("SEND_QUEUE_BYTES", "-5"), ("SYNC_COOLDOWN_S", "soon"), ("CHAT_RATE", "fast"),
-    ("TABLE_CHAT_RATE", "1/x"), ("MAX_SPECTATORS_PER_TABLE", "-1"),
+    ("TABLE_CHAT_RATE", "1/x"), ("MAX_SPECTATORS_PER_TABLE", "-1"), ("REPLAY_RATE", "-1/5"),
 ])
 def test_nonsense_flood_limits_are_refused_with_the_variable_named(name: str, value: str) -> None:
     with pytest.raises(ValueError, match=name):
