@@ -127,7 +127,7 @@ class Hub:
                 task.cancel()
         self._group = None
         with contextlib.suppress(RedisError, OSError):
-            await self.pubsub.aclose()
+            await self.pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
 
     def close_all(self, code: Close, reason: str) -> None:
         for table in list(self.tables.values()):
@@ -500,7 +500,7 @@ class Hub:
         meanwhile. Raises the Redis error if it cannot; the reader tries again."""
         old, self.pubsub = self.pubsub, self._new_pubsub()
         with contextlib.suppress(RedisError, OSError):
-            await old.aclose()
+            await old.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
         if subscribe:
             await self.pubsub.subscribe(PROCESS_CHANNEL, *self.channels)
 
@@ -602,7 +602,7 @@ class Hub:
         now = now_ms()
         stale = []
         for key, value in raw.items():
-            seat_s, _, expiry_s = value.decode().partition(":")
+            seat_s, _, expiry_s = as_bytes(value).decode().partition(":")
             try:
                 seat, expiry = int(seat_s), int(expiry_s)
             except ValueError:
