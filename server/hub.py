@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 import redis.asyncio as aioredis
@@ -36,6 +36,9 @@ from server.metrics import Metrics
 from server.rejected import Rejected
 from server.settings import Settings
 from server.store import Frames, TableKeys, as_bytes
+
+if TYPE_CHECKING:  # the table service's type only: the hub knows no game rules
+    from server.tables import TableService
 
 PROCESS_CHANNEL = "dominoes:processes"
 
@@ -81,7 +84,7 @@ class Hub:
     def __init__(
         self,
         redis: aioredis.Redis,
-        service: Any,
+        service: TableService,
         metrics: Metrics,
         settings: Settings,
         process_id: str,

@@ -12,7 +12,7 @@ import hmac
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import RedisError
 from starlette.requests import Request
@@ -25,6 +25,9 @@ from server.fairness import owner_key
 from server.rejected import Rejected
 
 MAX_DEPTH = 8  # arrays and objects nested in a request body
+
+if TYPE_CHECKING:  # the table service's type only: the lobby knows no game rules
+    from server.tables import TableService
 
 Handler = Callable[[Request], Awaitable[Response]]
 T = TypeVar("T")
@@ -116,8 +119,9 @@ async def read_json(request: Request) -> dict[str, Any]:
     return data
 
 
-def _service(request: Request) -> Any:
-    return request.app.state.service
+def _service(request: Request) -> TableService:
+    service: TableService = request.app.state.service
+    return service
 
 
 @api
@@ -249,7 +253,10 @@ async def healthz(request: Request) -> Response:
     except (RedisError, OSError, TimeoutError):
         request.app.state.metrics.redis_errors.inc()
         return JSONResponse({"ok": False, "redis": "down"}, status_code=503)
-    return JSONResponse({"ok": True})
+    # PostgreSQL (players, archive) is reported, never fails the live-table health.
+    postgres = getattr(request.app.state, "postgres", None)
+    pg_up = postgres is not None and await postgres.healthy()
+    return JSONResponse({"ok": True, "postgres": "up" if pg_up else "down"})
 
 
 def _bearer(header: str | None, token: str) -> bool:

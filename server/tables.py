@@ -42,7 +42,7 @@ from server.record import (
 )
 from server.rejected import Rejected
 from server.settings import Settings
-from server.store import INVITE_FIELD, TABLE_ID, Store, token_hash
+from server.store import INVITE_FIELD, TABLE_ID, Frames, Store, token_hash
 from server.table_config import clean_player_name, parse_create_request
 
 __all__ = ["SPECTATORS", "Rejected", "TableService", "token_hash"]
@@ -165,16 +165,15 @@ class TableService:
         except ValueError as exc:
             raise Rejected("bad_request", str(exc), status=400) from exc
 
-    async def frames_since(self, table_id: str, audience: str,
-                           since: int) -> list[tuple[int, bytes]] | None:
+    async def frames_since(self, table_id: str, audience: str, since: int) -> Frames | None:
         return (await self.frames_since_many(table_id, {audience: since}))[audience]
 
     async def frames_since_many(
         self, table_id: str, sinces: Mapping[str, int]
-    ) -> dict[str, list[tuple[int, bytes]] | None]:
+    ) -> dict[str, Frames | None]:
         """audience -> the frames after its `since` (None: a snapshot is needed), from one read
         of the table's history however many audiences are asked for."""
-        answers: dict[str, list[tuple[int, bytes]] | None] = {}
+        answers: dict[str, Frames | None] = {}
         wanted: dict[str, int] = {}
         for audience, since in sinces.items():
             if not isinstance(since, int) or isinstance(since, bool) or since < 0:

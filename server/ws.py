@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import msgpack
 from redis.exceptions import RedisError
@@ -27,6 +27,9 @@ from server.rejected import Rejected
 from server.settings import Settings
 from server.store import token_hash
 from server.text import chat_text
+
+if TYPE_CHECKING:  # the table service's type only: the socket layer knows no game rules
+    from server.tables import TableService
 
 PROTO = 1
 MAX_ID = 32
@@ -68,7 +71,7 @@ class Session:
     def __init__(self, websocket: WebSocket, state: Any) -> None:
         self.ws = websocket
         self.settings: Settings = state.settings
-        self.service: Any = state.service
+        self.service: TableService = state.service
         self.hub: Hub = state.hub
         self.metrics: Metrics = state.metrics
         self.bad_tokens: AddressBudget = state.bad_tokens
