@@ -1,4 +1,4 @@
-# The dominoes service: Starlette + uvicorn, with a redis-server for the embedded default
+# The dominoes service: Starlette + uvicorn, with redis-server and PostgreSQL for the embedded defaults
 # (set REDIS_URL to use an external Redis, as compose.yaml does).
 
 FROM node:20-bookworm-slim AS client
@@ -13,7 +13,7 @@ RUN if [ -f package.json ]; then \
 FROM python:3.11-slim
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends redis-server \
+    && apt-get install -y --no-install-recommends redis-server postgresql \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

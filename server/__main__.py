@@ -1,7 +1,9 @@
 """`python -m server` / `dominoes-server`: run the service under uvicorn.
 
-Starts an embedded redis-server when REDIS_URL is unset (data in DATA_DIR), then serves HTTP and
-websockets. SIGTERM closes every socket with 1001 first, so clients reconnect and resume.
+Starts an embedded redis-server when REDIS_URL is unset and an embedded PostgreSQL cluster when
+DATABASE_URL is unset (data in DATA_DIR), then serves HTTP and websockets. `python -m server
+migrate` applies the pending database migrations and exits. SIGTERM closes every socket with
+1001 first, so clients reconnect and resume.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import sys
 
 import uvicorn
 
+from server import logs
 from server.app import create_app, going_away
+from server.pg_embedded import PgProcess, PgStartError
 from server.redis_embedded import RedisProcess
 from server.settings import Settings
 
@@ -85,8 +89,45 @@ def connection_limit(settings: Settings) -> int:
     return min(settings.max_connections, available) if settings.max_connections else available
 
 
+def start_postgres(settings: Settings) -> tuple[Settings, PgProcess | None]:
+    """The embedded PostgreSQL in DATA_DIR/postgres when DATABASE_URL is unset. A cluster that
+    cannot start is not fatal: the service runs live tables without the database."""
+    if settings.database_url is not None:
+        return settings, None
+    try:
+        embedded = PgProcess(settings.data_dir / "postgres")
+        url = embedded.start()
+    except (PgStartError, OSError) as exc:
+        logs.configure(settings.log_level)
+        logs.event("postgres embedded failed", error=str(exc)[:500])
+        return settings, None
+    return dataclasses.replace(settings, database_url=url, postgres_embedded=True), embedded
+
+
+def migrate_command(settings: Settings) -> None:
+    """`python -m server migrate`: apply the pending migrations and exit."""
+    import asyncio
+
+    from server.db import migrate_url
+
+    settings, embedded = start_postgres(settings)
+    try:
+        if settings.database_url is None:
+            sys.stderr.write("error: no PostgreSQL (set DATABASE_URL or install postgresql)\n")
+            raise SystemExit(1)
+        applied = asyncio.run(migrate_url(settings.database_url))
+        sys.stdout.write(f"applied {len(applied)} migration(s): "
+                         f"{', '.join(f'{v:04d}' for v in applied) or 'none pending'}\n")
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
 def main() -> None:
     settings = Settings.from_env()
+    if sys.argv[1:2] == ["migrate"]:
+        migrate_command(settings)
+        return
     if settings.port and not port_free(settings.host, settings.port):
         sys.stderr.write(
             f"error: {settings.host}:{settings.port} is already in use; "
@@ -99,6 +140,7 @@ def main() -> None:
         settings = dataclasses.replace(
             settings, redis_url=embedded.start(), redis_embedded=True
         )
+    settings, embedded_pg = start_postgres(settings)
     # uvicorn re-raises SIGTERM once it has shut down; turning it into SystemExit lets the
     # embedded Redis below stop cleanly too.
     signal.signal(signal.SIGTERM, _exit_on_signal)
@@ -125,6 +167,8 @@ def main() -> None:
     finally:
         if embedded is not None:
             embedded.stop()
+        if embedded_pg is not None:
+            embedded_pg.stop()
 
 
 if __name__ == "__main__":

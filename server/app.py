@@ -23,12 +23,14 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route, WebSocketRoute
 
-from server import lobby, logs
+from server import accounts, lobby, logs
 from server.connection import Close
+from server.db import Postgres
 from server.guard import Guard, host_rules
 from server.hub import Hub
 from server.limits import AddressBudget
 from server.metrics import Metrics
+from server.pg_embedded import PgProcess, PgStartError
 from server.quotas import Quotas
 from server.redis_embedded import RedisProcess
 from server.settings import Settings
@@ -47,6 +49,13 @@ def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
         Route("/api/tables/{table_id}/leave", lobby.leave_table, methods=["POST"]),
         Route("/api/tables/{table_id}/transcript", lobby.transcript, methods=["GET"]),
         Route("/api/tables/{table_id}/replay", lobby.replay, methods=["GET"]),
+        Route("/api/accounts", accounts.register, methods=["POST"]),
+        Route("/api/session", accounts.login, methods=["POST"]),
+        Route("/api/session", accounts.logout, methods=["DELETE"]),
+        Route("/api/sessions", accounts.logout_everywhere, methods=["DELETE"]),
+        Route("/api/me", accounts.me, methods=["GET"]),
+        Route("/api/me", accounts.delete_account, methods=["DELETE"]),
+        Route("/api/me/password", accounts.change_password, methods=["POST"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Mount("/", app=lobby.StaticClient(settings.static_dir)),
     ]
@@ -114,9 +123,25 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     app.state.quotas = Quotas(service.store, settings)
     app.state.bad_tokens = AddressBudget(settings.bad_token_rate)
     app.state.address_limits = hub.limits
+    # PostgreSQL (players, sessions, ratings, archive): optional at start-up, retried.
+    embedded_pg: PgProcess | None = None
+    db_url = settings.database_url
+    if db_url is None:
+        try:
+            embedded_pg = PgProcess(settings.data_dir / "postgres")
+            db_url = await asyncio.to_thread(embedded_pg.start)
+        except (PgStartError, OSError) as exc:
+            embedded_pg = None
+            logs.event("postgres embedded failed", error=str(exc)[:500])
+    postgres = Postgres(db_url)
+    app.state.postgres, app.state.db = postgres, None
+    postgres.on_up(lambda pool: setattr(app.state, "db", pool))
+    await postgres.start()
     stop = asyncio.Event()
     own_redis = embedded is not None or settings.redis_embedded
-    logs.event("started", process=process_id, redis="embedded" if own_redis else "external")
+    own_pg = embedded_pg is not None or settings.postgres_embedded
+    logs.event("started", process=process_id, redis="embedded" if own_redis else "external",
+               postgres="embedded" if own_pg else "external")
     try:
         async with asyncio.TaskGroup() as group:
             group.create_task(hub.run(stop))
@@ -129,6 +154,10 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     finally:
         service.close()
         await redis.aclose()
+        await postgres.close()
+        app.state.db = None
+        if embedded_pg is not None:
+            await asyncio.to_thread(embedded_pg.stop)
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
         logs.event("stopped", process=process_id)

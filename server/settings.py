@@ -70,6 +70,7 @@ class Settings:
     login_failures_per_account: int = 10
     login_failures_per_address: int = 50
     login_window_s: float = 900.0
+    registrations_per_address: int = 20  # accounts made from one address in LOGIN_WINDOW_S
     session_ttl_s: float = 30 * 86400.0  # a login session lasts this long
     # Addresses of proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (uvicorn's
     # forwarded_allow_ips: comma-separated IPs or networks, "*" = any).
@@ -172,6 +173,8 @@ class Settings:
             login_window_s=_positive("LOGIN_WINDOW_S",
                                      num("LOGIN_WINDOW_S", d.login_window_s, float)),
             session_ttl_s=_positive("SESSION_TTL_S", num("SESSION_TTL_S", d.session_ttl_s, float)),
+            registrations_per_address=max(1, int(num("REGISTRATIONS_PER_ADDRESS",
+                                                      d.registrations_per_address))),
             forwarded_allow_ips=e.get("FORWARDED_ALLOW_IPS", "").strip() or d.forwarded_allow_ips,
             data_dir=Path(e.get("DATA_DIR", str(d.data_dir))),
             max_frame=int(num("MAX_FRAME", d.max_frame)),

@@ -4,6 +4,11 @@
 - ``redis_url``: its URL, after FLUSHALL, for tests that need an empty Redis.
 - ``redis_client``: a redis.asyncio.Redis on ``redis_url`` (bytes replies), closed afterwards.
 Tests that kill or restart Redis make their own ``RedisServer()`` instead of using these.
+
+And one real PostgreSQL server per session (tests/support/pg_server.py), started on first use:
+
+- ``pg_server``: the session's PgServer (also the one ``ServiceProcess`` points DATABASE_URL at).
+- ``database_url``: the URL of a new, empty database on it, dropped after the test.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import pytest
 if TYPE_CHECKING:  # imported by the fixtures themselves: engine tests need no server stack
     import redis.asyncio
 
+    from tests.support.pg_server import PgServer
     from tests.support.redis_server import RedisServer
 
 
@@ -44,3 +50,22 @@ async def redis_client(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
         yield client
     finally:
         await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> PgServer:
+    from tests.support import pg_server as pg_support
+
+    return pg_support.shared()
+
+
+@pytest.fixture
+def database_url(pg_server: PgServer) -> Iterator[str]:
+    if not pg_server.running:
+        pg_server.start()
+    url = pg_server.fresh_database()
+    try:
+        yield url
+    finally:
+        name = url.rsplit("/", 1)[1]
+        pg_server.drop_database(name)

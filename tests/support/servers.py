@@ -1,6 +1,7 @@
 """The real service as a subprocess, and a websocket test client that speaks the protocol.
 
-``ServiceProcess(redis_url)`` runs ``python -m server`` on a free port and waits for /healthz:
+``ServiceProcess(redis_url)`` runs ``python -m server`` on a free port and waits for /healthz
+(on the session's PostgreSQL, tests/support/pg_server.py, unless ``env`` names a DATABASE_URL):
 ``.url``, ``.ws_url``, ``.stop()`` (SIGTERM), ``.kill()`` (SIGKILL), ``.restart()``.
 ``GameClient`` is an async client (websockets + msgpack) that keeps its document in sync with
 ``server.diff.apply_ops`` and records every byte it receives.
@@ -26,6 +27,7 @@ import websockets
 
 from server.diff import apply_ops
 from server.redis_embedded import free_port
+from tests.support import pg_server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,6 +61,10 @@ class ServiceProcess:
             "HOST": "127.0.0.1",
             "PORT": str(self.port),
             "REDIS_URL": self.redis_url,
+            # The session's PostgreSQL unless the test names a database of its own ("":
+            # none, so that python -m server runs its embedded cluster).
+            "DATABASE_URL": (self.extra_env["DATABASE_URL"] if "DATABASE_URL" in self.extra_env
+                             else pg_server.shared().url),
             "BOT_DELAY_MS": "0",
             # Scripted clients create tables and take seats far faster than people; the
             # quotas themselves are tested with their own settings.

@@ -1,0 +1,349 @@
+"""Player accounts and login sessions over HTTP (docs/players.md), stored in PostgreSQL.
+
+Owns: registration, log in / log out, the session cookie, password changes and account
+deletion, and the failed-login limits (counters in Redis, shared by every process). Passwords
+are hashed with argon2id off the event loop; a session id is random, sent only in an HttpOnly
+cookie and stored as its SHA-256. Must not import the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]  # ships no type hints
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from server import text
+from server.fairness import owner_key
+from server.lobby import ApiError, api, read_json
+from server.settings import Settings
+
+COOKIE = "session"
+USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")
+MIN_PASSWORD = 8
+MAX_PASSWORD = 1024
+# Words no account name may read as (besides the bot label of server/text.py).
+RESERVED_WORDS = frozenset({
+    "admin", "administrator", "spectator", "spectators", "moderator", "root", "system",
+    "server", "guest", "anonymous",
+})
+
+_hasher = PasswordHasher()  # argon2id, the library's recommended parameters
+_hashing = asyncio.Semaphore(4)  # each hash takes ~64 MiB and a core for a moment
+_dummy_hash: str | None = None
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+# ---- passwords -------------------------------------------------------------------------------
+
+async def hash_password(password: str) -> str:
+    async with _hashing:
+        return await asyncio.to_thread(_hasher.hash, password)
+
+
+async def verify_password(stored: str | None, password: str) -> bool:
+    """Whether ``password`` matches ``stored``; with no stored hash (unknown user) a dummy hash
+    is verified instead, so that both answers take about the same time."""
+    global _dummy_hash
+    if _dummy_hash is None:
+        _dummy_hash = await hash_password(secrets.token_urlsafe(16))
+    async with _hashing:
+        try:
+            return await asyncio.to_thread(_hasher.verify, stored or _dummy_hash, password) \
+                and stored is not None
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            return False
+
+
+def check_username(value: object) -> str:
+    if not isinstance(value, str):
+        raise ApiError(400, "bad_request", '"username" must be a string')
+    if not USERNAME.fullmatch(value):
+        raise ApiError(400, "invalid_username", "a username is 3 to 20 letters, digits, _ or -")
+    words = text.skeleton_words(value)
+    if text.bot_like(value) or RESERVED_WORDS.intersection(words):
+        raise ApiError(400, "reserved_username", "that username is reserved")
+    return value
+
+
+def check_new_password(value: object, username: str) -> str:
+    if not isinstance(value, str):
+        raise ApiError(400, "bad_request", '"password" must be a string')
+    if len(value) < MIN_PASSWORD:
+        raise ApiError(400, "weak_password",
+                       f"a password has at least {MIN_PASSWORD} characters")
+    if len(value) > MAX_PASSWORD:
+        raise ApiError(400, "weak_password", f"a password has at most {MAX_PASSWORD} characters")
+    if value.casefold() == username.casefold():
+        raise ApiError(400, "weak_password", "the password must not be the username")
+    return value
+
+
+def _string(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str):
+        raise ApiError(400, "bad_request", f'"{key}" must be a string')
+    return value
+
+
+# ---- plumbing --------------------------------------------------------------------------------
+
+def _db(request: Request) -> Any:
+    pool = getattr(request.app.state, "db", None)
+    if pool is None:
+        raise ApiError(503, "database_unavailable", "accounts are unavailable, try again later")
+    return pool
+
+
+def players_api(handler: Handler) -> Handler:
+    """``lobby.api``, and a database failure answered 503 ``database_unavailable``."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                asyncpg.CannotConnectNowError, asyncpg.TooManyConnectionsError,
+                asyncpg.ConnectionDoesNotExistError, OSError, TimeoutError) as exc:
+            raise ApiError(503, "database_unavailable",
+                           "accounts are unavailable, try again later") from exc
+
+    return api(wrapped)
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def _session_hash(session_id: str) -> bytes:
+    return hashlib.sha256(session_id.encode()).digest()
+
+
+def _set_cookie(request: Request, response: Response, session_id: str) -> None:
+    response.set_cookie(
+        COOKIE, session_id, max_age=int(_settings(request).session_ttl_s), path="/",
+        httponly=True, samesite="lax", secure=request.url.scheme in ("https", "wss"),
+    )
+
+
+def _clear_cookie(request: Request, response: Response) -> None:
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="lax",
+                           secure=request.url.scheme in ("https", "wss"))
+
+
+def _changing(request: Request) -> None:
+    """A cookie-authenticated change must come as JSON from an allowed page: a cross-site form
+    cannot send Content-Type: application/json, and the Guard middleware has already refused
+    an Origin that does not match; here the Origin must also be present."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise ApiError(415, "unsupported_media_type",
+                       "changes must be sent as Content-Type: application/json")
+    if not request.headers.get("origin"):
+        raise ApiError(403, "bad_origin", "changes need the Origin header of the page")
+
+
+async def _new_session(request: Request, conn: Any, player_id: int) -> str:
+    session_id = secrets.token_urlsafe(32)
+    await conn.execute(
+        "INSERT INTO sessions (id_hash, player_id, expires_at) "
+        "VALUES ($1, $2, now() + make_interval(secs => $3))",
+        _session_hash(session_id), player_id, _settings(request).session_ttl_s)
+    await conn.execute("DELETE FROM sessions WHERE player_id = $1 AND expires_at <= now()",
+                       player_id)
+    return session_id
+
+
+async def _current(request: Request) -> tuple[dict[str, Any], bytes]:
+    """The logged-in player (id, username, created_at) and the hash of its session id."""
+    session_id = request.cookies.get(COOKIE)
+    if not session_id:
+        raise ApiError(401, "not_logged_in", "log in first")
+    digest = _session_hash(session_id)
+    row = await _db(request).fetchrow(
+        "SELECT p.id, p.username, p.created_at FROM sessions s JOIN players p "
+        "ON p.id = s.player_id WHERE s.id_hash = $1 AND s.expires_at > now()", digest)
+    if row is None:
+        raise ApiError(401, "session_expired", "the session has expired or ended; log in again")
+    return dict(row), digest
+
+
+def _me(player: dict[str, Any]) -> dict[str, Any]:
+    return {"id": player["id"], "username": player["username"],
+            "created_at": player["created_at"].isoformat()}
+
+
+# ---- failed logins ---------------------------------------------------------------------------
+
+class LoginLimits:
+    """Failed logins counted in Redis per account name and per client address over a window;
+    once either is spent, logins for it are answered 429 ``too_many_attempts`` (the right
+    password too) until the window ends."""
+
+    def __init__(self, request: Request, username: str) -> None:
+        settings = _settings(request)
+        self.redis = request.app.state.redis
+        self.window = max(1, int(settings.login_window_s))
+        name = hashlib.sha256(username.casefold().encode()).hexdigest()[:32]
+        address = owner_key(request.client.host if request.client else None) or "unknown"
+        self.keys = ((f"login:fail:a:{name}", settings.login_failures_per_account),
+                     (f"login:fail:ip:{address}", settings.login_failures_per_address))
+
+    async def check(self) -> None:
+        for key, limit in self.keys:
+            count = await self.redis.get(key)
+            if count is not None and int(count) >= limit:
+                ttl = await self.redis.ttl(key)
+                raise ApiError(429, "too_many_attempts",
+                               "too many failed logins; try again later",
+                               retry_after_s=max(1, int(ttl)))
+
+    async def failed(self) -> None:
+        for key, _ in self.keys:
+            if int(await self.redis.incr(key)) == 1:
+                await self.redis.expire(key, self.window)
+
+    async def succeeded(self) -> None:
+        await self.redis.delete(self.keys[0][0])
+
+
+async def _registration_budget(request: Request) -> None:
+    """Each registration costs an argon2id hash: REGISTRATIONS_PER_ADDRESS per window."""
+    settings = _settings(request)
+    address = owner_key(request.client.host if request.client else None) or "unknown"
+    key = f"register:ip:{address}"
+    redis = request.app.state.redis
+    count = int(await redis.incr(key))
+    if count == 1:
+        await redis.expire(key, max(1, int(settings.login_window_s)))
+    if count > settings.registrations_per_address:
+        ttl = int(await redis.ttl(key))
+        raise ApiError(429, "rate_limited", "too many accounts made from this address",
+                       retry_after_s=max(1, ttl))
+
+
+async def _check_password(request: Request, username: str, password: str,
+                          stored: str | None) -> None:
+    """Verify a login (or a re-entered password) under the failed-login limits."""
+    limits = LoginLimits(request, username)
+    await limits.check()
+    if not await verify_password(stored, password):
+        await limits.failed()
+        raise ApiError(401, "wrong_credentials", "wrong username or password")
+    await limits.succeeded()
+
+
+# ---- routes ----------------------------------------------------------------------------------
+
+@players_api
+async def register(request: Request) -> Response:
+    body = await read_json(request)
+    username = check_username(body.get("username"))
+    password = check_new_password(body.get("password"), username)
+    pool = _db(request)
+    await _registration_budget(request)
+    digest = await hash_password(password)
+    async with pool.acquire() as conn, conn.transaction():
+        try:
+            row = await conn.fetchrow(
+                "INSERT INTO players (username, password_hash) VALUES ($1, $2) "
+                "RETURNING id, username, created_at", username, digest)
+        except asyncpg.UniqueViolationError:
+            raise ApiError(409, "username_taken", "that username is taken") from None
+        session_id = await _new_session(request, conn, row["id"])
+    response = JSONResponse(_me(dict(row)), status_code=201)
+    _set_cookie(request, response, session_id)
+    return response
+
+
+@players_api
+async def login(request: Request) -> Response:
+    body = await read_json(request)
+    username, password = _string(body, "username"), _string(body, "password")
+    pool = _db(request)
+    row = None
+    if USERNAME.fullmatch(username) and len(password) <= MAX_PASSWORD:
+        row = await pool.fetchrow(
+            "SELECT id, username, password_hash, created_at FROM players "
+            "WHERE lower(username) = lower($1)", username)
+    await _check_password(request, username, password,
+                          None if row is None else row["password_hash"])
+    assert row is not None
+    async with pool.acquire() as conn:
+        session_id = await _new_session(request, conn, row["id"])
+    response = JSONResponse(_me(dict(row)))
+    _set_cookie(request, response, session_id)
+    return response
+
+
+@players_api
+async def logout(request: Request) -> Response:
+    _changing(request)
+    _, digest = await _current(request)
+    await _db(request).execute("DELETE FROM sessions WHERE id_hash = $1", digest)
+    response = Response(status_code=204)
+    _clear_cookie(request, response)
+    return response
+
+
+@players_api
+async def logout_everywhere(request: Request) -> Response:
+    _changing(request)
+    player, _ = await _current(request)
+    await _db(request).execute("DELETE FROM sessions WHERE player_id = $1", player["id"])
+    response = Response(status_code=204)
+    _clear_cookie(request, response)
+    return response
+
+
+@players_api
+async def me(request: Request) -> Response:
+    player, _ = await _current(request)
+    return JSONResponse(_me(player))
+
+
+async def _stored_hash(request: Request, player_id: int) -> str | None:
+    value = await _db(request).fetchval(
+        "SELECT password_hash FROM players WHERE id = $1", player_id)
+    return None if value is None else str(value)
+
+
+@players_api
+async def change_password(request: Request) -> Response:
+    _changing(request)
+    player, digest = await _current(request)
+    body = await read_json(request)
+    current = _string(body, "password")
+    new = check_new_password(body.get("new_password"), player["username"])
+    await _check_password(request, player["username"], current,
+                          await _stored_hash(request, player["id"]))
+    new_hash = await hash_password(new)
+    async with _db(request).acquire() as conn, conn.transaction():
+        await conn.execute("UPDATE players SET password_hash = $2, updated_at = now() "
+                           "WHERE id = $1", player["id"], new_hash)
+        # every other session ends; this one stays logged in
+        await conn.execute("DELETE FROM sessions WHERE player_id = $1 AND id_hash <> $2",
+                           player["id"], digest)
+    return Response(status_code=204)
+
+
+@players_api
+async def delete_account(request: Request) -> Response:
+    _changing(request)
+    player, _ = await _current(request)
+    body = await read_json(request)
+    await _check_password(request, player["username"], _string(body, "password"),
+                          await _stored_hash(request, player["id"]))
+    await _db(request).execute("DELETE FROM players WHERE id = $1", player["id"])
+    response = Response(status_code=204)
+    _clear_cookie(request, response)
+    return response

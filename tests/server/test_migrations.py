@@ -1,0 +1,141 @@
+"""Schema migrations (server/db.py, server/migrations/) on a real PostgreSQL, one empty
+database per test, and `python -m server migrate`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from server.db import Migration, load_migrations, migrate, migrate_url
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    connection = await asyncpg.connect(database_url)
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+def test_the_migrations_are_numbered_in_order() -> None:
+    found = load_migrations()
+    assert [m.version for m in found] == list(range(1, len(found) + 1))
+    assert found[0].name == "players"
+
+
+def test_badly_named_or_duplicate_migrations_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "0001_a.sql").write_text("SELECT 1;")
+    (tmp_path / "0001_b.sql").write_text("SELECT 1;")
+    with pytest.raises(ValueError, match="two migrations numbered 0001"):
+        load_migrations(tmp_path)
+    (tmp_path / "0001_b.sql").unlink()
+    (tmp_path / "2_bad.sql").write_text("SELECT 1;")
+    with pytest.raises(ValueError, match=r"NNNN_name\.sql"):
+        load_migrations(tmp_path)
+
+
+async def test_migrations_apply_once(conn: asyncpg.Connection) -> None:
+    versions = [m.version for m in load_migrations()]
+    assert await migrate(conn) == versions
+    assert await migrate(conn) == []
+    rows = await conn.fetch("SELECT version, name FROM schema_migrations ORDER BY version")
+    assert [(r["version"], r["name"]) for r in rows] == [
+        (m.version, m.name) for m in load_migrations()]
+
+
+async def test_two_concurrent_migrators_apply_each_migration_once(database_url: str) -> None:
+    # A slow migration that fails if run twice (CREATE TABLE without IF NOT EXISTS).
+    slow = [Migration(1, "slow", "SELECT pg_sleep(0.5); CREATE TABLE once (n int);"),
+            Migration(2, "second", "INSERT INTO once VALUES (1);")]
+    first = await asyncpg.connect(database_url)
+    second = await asyncpg.connect(database_url)
+    try:
+        applied = await asyncio.gather(migrate(first, slow), migrate(second, slow))
+        assert sorted(applied) == [[], [1, 2]]
+        assert await first.fetchval("SELECT count(*) FROM once") == 1
+        assert await first.fetchval("SELECT count(*) FROM schema_migrations") == 2
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_failing_migration_leaves_nothing_behind(conn: asyncpg.Connection) -> None:
+    broken = [Migration(1, "ok", "CREATE TABLE a (n int);"),
+              Migration(2, "broken", "CREATE TABLE b (n int); SELECT no_such_function();")]
+    with pytest.raises(asyncpg.UndefinedFunctionError):
+        await migrate(conn, broken)
+    assert await conn.fetchval("SELECT to_regclass('b')") is None  # its transaction rolled back
+    assert await conn.fetchval("SELECT array_agg(version) FROM schema_migrations") == [1]
+    # the lock was released: a fixed migration goes through later
+    fixed = [broken[0], Migration(2, "fixed", "CREATE TABLE b (n int);")]
+    assert await migrate(conn, fixed) == [2]
+
+
+async def test_0001_players_and_sessions(conn: asyncpg.Connection) -> None:
+    await migrate(conn)
+    player = await conn.fetchval(
+        "INSERT INTO players (username, password_hash) VALUES ('Ada_1', 'h') RETURNING id")
+    with pytest.raises(asyncpg.UniqueViolationError):  # unique without regard to case
+        await conn.execute("INSERT INTO players (username, password_hash) VALUES ('ada_1', 'h')")
+    for bad in ("ab", "x" * 21, "has space", "semi;colon"):
+        with pytest.raises(asyncpg.CheckViolationError):
+            await conn.execute(
+                "INSERT INTO players (username, password_hash) VALUES ($1, 'h')", bad)
+    await conn.execute(
+        "INSERT INTO sessions (id_hash, player_id, expires_at) "
+        "VALUES ($1, $2, now() + interval '1 day')", b"\x01" * 32, player)
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        await conn.execute(
+            "INSERT INTO sessions (id_hash, player_id, expires_at) VALUES ($1, -1, now())",
+            b"\x02" * 32)
+    await conn.execute("DELETE FROM players WHERE id = $1", player)
+    assert await conn.fetchval("SELECT count(*) FROM sessions") == 0  # sessions go with it
+
+
+async def test_migrate_url(database_url: str) -> None:
+    assert await migrate_url(database_url) == [m.version for m in load_migrations()]
+    assert await migrate_url(database_url) == []
+
+
+def _migrate_command(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server", "migrate"], cwd=REPO, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "LOG_LEVEL": "WARNING", **env},
+    )
+
+
+async def test_python_m_server_migrate(database_url: str) -> None:
+    first = await asyncio.to_thread(_migrate_command, {"DATABASE_URL": database_url})
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == "applied 1 migration(s): 0001"
+    again = await asyncio.to_thread(_migrate_command, {"DATABASE_URL": database_url})
+    assert again.returncode == 0 and again.stdout.strip() == "applied 0 migration(s): none pending"
+    conn = await asyncpg.connect(database_url)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM schema_migrations") == 1
+    finally:
+        await conn.close()
+
+
+def test_python_m_server_migrate_on_the_embedded_cluster(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    for parent in tmp_path.parents:  # pytest's temporary root is private to its user
+        if parent == Path("/tmp"):
+            break
+        parent.chmod(parent.stat().st_mode | 0o111)
+    result = _migrate_command({"DATABASE_URL": "", "DATA_DIR": str(tmp_path / "data")})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "applied 1 migration(s): 0001"
+    assert (tmp_path / "data" / "postgres" / "pgdata" / "PG_VERSION").exists()
+    again = _migrate_command({"DATABASE_URL": "", "DATA_DIR": str(tmp_path / "data")})
+    assert again.stdout.strip() == "applied 0 migration(s): none pending", again.stderr
