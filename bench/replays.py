@@ -4,9 +4,10 @@
 
 One server process on a fresh Redis. Long finished games are made first (four bot seats,
 target 500: several hundred versions each). Then honest tables (two people each, one move a
-second; new ones for each phase) play through two phases of the same length: calm, and while `--games` clients fetch
-the replay of a different finished game each, all at once, over and over (the first fetch of
-each game renders it, the later ones read what was stored). Prints the honest tables' ack
+second; new ones for each phase) play through two phases of the same length: calm, and while
+`--games` clients (in a process of their own) fetch the replay of a different finished game
+each, all at once, over and over (the first fetch of each game renders it, the later ones read
+what was stored). Prints the honest tables' ack
 p50 / p99 and the replay answers' times in each phase; asserts nothing.
 """
 
