@@ -51,7 +51,9 @@ export function drawDialog(o, { game, table, ui, state, name }) {
   if (game?.game_over || (game && table?.status === "finished")) {
     const w = game.game_over ? game.winner : result?.winner ?? null;
     const how = result?.reason === "forfeit" && result.seat !== undefined
-      ? `<p class="reason">${esc(name(result.seat))} ran out of time and forfeited.</p>` : "";
+      ? `<p class="reason">${esc(name(result.seat))} ran out of time and forfeited.</p>`
+      : result?.reason === "abandoned"
+        ? `<p class="reason">Nobody was at the table any more: the game was abandoned.</p>` : "";
     const winners = w === null || w === undefined ? null : (game.sides[w] ?? []).map(name).join(" & ");
     const mine = state.seat !== null && Boolean(game.sides[w]?.includes(state.seat));
     const scores = game.sides.map((side, k) =>
