@@ -75,6 +75,7 @@ class LocalTable:
     announced: int = -1  # highest version announced by a notice
     noticed_at: float = 0.0
     chat_mode: str = ""  # spectator chat: "on", "off", "auto" ("": not read yet)
+    attaching: int = 0  # sockets on their way in: the table is not dropped under them
 
     def connections(self) -> list[Connection]:
         return [c for conns in self.audiences.values() for c in conns]
@@ -97,6 +98,7 @@ class Hub:
         self.pubsub = self._new_pubsub()
         self.tables: dict[str, LocalTable] = {}
         self.channels: dict[str, tuple[str, str]] = {}  # channel -> (kind, table id)
+        self._subscribing = asyncio.Lock()  # (un)subscribe commands, one at a time
         self.claims: dict[int, int] = {}  # connection id -> claim number
         self._tasks: set[asyncio.Task[None]] = set()
         self._group: asyncio.TaskGroup | None = None
@@ -203,15 +205,27 @@ class Hub:
                 live = live_channel(conn.table)
                 self.channels[notice] = ("notice", conn.table)
                 self.channels[live] = ("live", conn.table)
-                await self.pubsub.subscribe(notice, live)
+                table.attaching += 1
+                try:
+                    async with self._subscribing:
+                        await self.pubsub.subscribe(notice, live)
+                finally:
+                    table.attaching -= 1
+        # From here until it is in an audience, this socket keeps the table from being dropped
+        # (by the last other socket leaving meanwhile): it would be left on a table nobody
+        # listens for.
+        table.attaching += 1
         try:
             async with table.lock:
                 await self._catch_up(conn, since, welcome)
                 table.audiences.setdefault(conn.audience, set()).add(conn)
         except BaseException:
-            if not table.audiences and self.tables.get(conn.table) is table:
+            table.attaching -= 1
+            if not table.audiences and not table.attaching \
+                    and self.tables.get(conn.table) is table:
                 await self._drop_table(conn.table)
             raise
+        table.attaching -= 1
         if conn.seat is not None:
             await self._claim(conn)
             # Connected at least until the presence refresh that follows (scheduler: abandon).
@@ -365,7 +379,7 @@ class Hub:
         self.limits.detach(conn.address, conn.table)
         if not conns:
             del table.audiences[conn.audience]
-        if not table.audiences:
+        if not table.audiences and not table.attaching and self.tables.get(conn.table) is table:
             await self._drop_table(conn.table)
         if conn.seat is not None:
             try:
@@ -376,17 +390,22 @@ class Hub:
                 self.metrics.redis_errors.inc()
 
     async def _drop_table(self, table_id: str) -> None:
-        """Forget a table that has no local connection left."""
+        """Forget a table that has no local connection left. Subscribing and unsubscribing take
+        turns (`_subscribing`), and the unsubscribe is sent only if the table was not attached
+        again meanwhile: otherwise it could land after the new subscribe and silence it."""
         self.tables.pop(table_id, None)
         self.metrics.tables.set(len(self.tables))
         notice = self.service.notice_channel(table_id)
         live = live_channel(table_id)
         self.channels.pop(notice, None)
         self.channels.pop(live, None)
-        try:
-            await self.pubsub.unsubscribe(notice, live)
-        except (RedisError, OSError):
-            self.metrics.redis_errors.inc()
+        async with self._subscribing:
+            if table_id in self.tables:
+                return
+            try:
+                await self.pubsub.unsubscribe(notice, live)
+            except (RedisError, OSError):
+                self.metrics.redis_errors.inc()
 
     # ---- fan-out ---------------------------------------------------------------------------
 
