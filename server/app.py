@@ -24,6 +24,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route, WebSocketRoute
 
 from server import accounts, lobby, logs
+from server.archive import Archive
 from server.connection import Close
 from server.db import Postgres
 from server.guard import Guard, host_rules
@@ -49,6 +50,7 @@ def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
         Route("/api/tables/{table_id}/leave", lobby.leave_table, methods=["POST"]),
         Route("/api/tables/{table_id}/transcript", lobby.transcript, methods=["GET"]),
         Route("/api/tables/{table_id}/replay", lobby.replay, methods=["GET"]),
+        Route("/api/games/{game_id}", lobby.archived_game, methods=["GET"]),
         Route("/api/accounts", accounts.register, methods=["POST"]),
         Route("/api/session", accounts.login, methods=["POST"]),
         Route("/api/session", accounts.logout, methods=["DELETE"]),
@@ -114,15 +116,6 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     if isinstance(redis, RedisCluster):
         await redis.initialize()  # the slot map; pub/sub picks its node from it
     metrics: Metrics = app.state.metrics
-    service = TableService(redis, bot_delay_ms=settings.bot_delay_ms,
-                           waiting_ttl_s=settings.waiting_ttl_s, retention_s=settings.retention_s,
-                           seat_connect_s=settings.seat_connect_s)
-    process_id = uuid.uuid4().hex[:12]
-    hub = Hub(redis, service, metrics, settings, process_id)
-    app.state.redis, app.state.service, app.state.hub = redis, service, hub
-    app.state.quotas = Quotas(service.store, settings)
-    app.state.bad_tokens = AddressBudget(settings.bad_token_rate)
-    app.state.address_limits = hub.limits
     # PostgreSQL (players, sessions, ratings, archive): optional at start-up, retried.
     embedded_pg: PgProcess | None = None
     db_url = settings.database_url
@@ -133,7 +126,22 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         except (PgStartError, OSError) as exc:
             embedded_pg = None
             logs.event("postgres embedded failed", error=str(exc)[:500])
+    # Without any PostgreSQL there is no archive: finished tables just expire after RETENTION.
+    service = TableService(redis, bot_delay_ms=settings.bot_delay_ms,
+                           waiting_ttl_s=settings.waiting_ttl_s, retention_s=settings.retention_s,
+                           seat_connect_s=settings.seat_connect_s, archive=db_url is not None)
+    process_id = uuid.uuid4().hex[:12]
+    hub = Hub(redis, service, metrics, settings, process_id)
+    app.state.redis, app.state.service, app.state.hub = redis, service, hub
+    app.state.quotas = Quotas(service.store, settings)
+    app.state.bad_tokens = AddressBudget(settings.bad_token_rate)
+    app.state.address_limits = hub.limits
     postgres = Postgres(db_url)
+    archive = Archive(service, postgres, sweep_s=settings.archive_sweep_s,
+                      retry_max_s=settings.archive_retry_max_s)
+    if service.archive:
+        service.archived = archive.rendered
+    app.state.archive = archive
     app.state.postgres, app.state.db = postgres, None
     postgres.on_up(lambda pool: setattr(app.state, "db", pool))
     await postgres.start()
@@ -146,6 +154,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as group:
             group.create_task(hub.run(stop))
             group.create_task(service.run_deadlines(stop, settings))
+            if service.archive:
+                group.create_task(archive.run(stop))
             try:
                 yield
             finally:

@@ -237,6 +237,14 @@ async def replay(request: Request) -> Response:
     return await gzipped_json(request, body)
 
 
+@api
+async def archived_game(request: Request) -> Response:
+    """An archived game (server.archive): its summary and transcript."""
+    game = await request.app.state.archive.game(request.path_params["game_id"],
+                                                request.query_params.get("invite"))
+    return JSONResponse(game)
+
+
 async def gzipped_json(request: Request, body: bytes) -> Response:
     """A stored gzip-compressed JSON body, sent as it is to a client that accepts gzip (every
     browser), else uncompressed off the event loop."""

@@ -126,6 +126,9 @@ class Settings:
     max_spectators_per_address: int = 100  # spectator sockets of one address in one process
     replay_rate: float = 500.0  # versions of history replayed a second per client address ...
     replay_burst: int = 2000  # ... in one process (beyond the burst, a replay is paced)
+    # The PostgreSQL archive of finished games (server.archive, docs/operations.md).
+    archive_sweep_s: float = 300.0  # finished games whose job was lost are looked for this often
+    archive_retry_max_s: float = 30.0  # longest wait between tries while PostgreSQL is down
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -222,4 +225,9 @@ class Settings:
             max_spectators_per_address=int(
                 num("MAX_SPECTATORS_PER_ADDRESS", d.max_spectators_per_address)),
             replay_rate=replay[0], replay_burst=replay[1],
+            archive_sweep_s=_positive("ARCHIVE_SWEEP_S",
+                                      num("ARCHIVE_SWEEP_S", d.archive_sweep_s, float)),
+            archive_retry_max_s=_positive("ARCHIVE_RETRY_MAX_S",
+                                          num("ARCHIVE_RETRY_MAX_S", d.archive_retry_max_s,
+                                              float)),
         )

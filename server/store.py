@@ -23,8 +23,10 @@ one is kept, a finished one is kept for ``RETENTION`` and then disappears whole.
 
 Global keys, each touched by single-key commands only: ``lobby:open`` and ``lobby:playing``
 (zsets id -> created ms of the public tables waiting for players and playing; a finished
-table leaves both at once), ``deadlines`` (zset ``<id>:<version>`` -> due ms), and the quota
-counters ``quota:<name>`` (server.quotas).
+table leaves both at once), ``deadlines`` (zset ``<id>:<version>`` -> due ms), the quota
+counters ``quota:<name>`` (server.quotas), and ``archive:pending`` (list of the finished games
+not yet in the PostgreSQL archive, server.archive; a table whose game is waiting for the archive
+is kept without expiry and gets its ``RETENTION`` once archived).
 
 Imports no other project module; must not import engine.
 """
@@ -47,6 +49,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 LOBBY = {"waiting": "lobby:open", "playing": "lobby:playing"}  # status -> index
 DEADLINES = "deadlines"
+ARCHIVE_QUEUE = "archive:pending"  # list of "<id> <ended ms>" or "<id>" (server.archive)
 TABLE_ID = re.compile(r"^[a-z0-9]{4,24}$")
 
 _COMMIT_LUA = (Path(__file__).parent / "lua" / "commit.lua").read_text()
@@ -90,6 +93,13 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], unpack(ARGV))
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) else redis.call('PERSIST', KEYS[2]) end
+return 1
+"""
+_RETAIN_LUA = """
+-- KEYS: every key of a table; ARGV: 1 lifetime in ms. Only for a table kept without expiry
+-- (a finished game waiting for its archive): each key gets the lifetime, once.
+if redis.call('PTTL', KEYS[1]) ~= -1 then return 0 end
+for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[1])) end
 return 1
 """
 _RESCHEDULE_LUA = """
@@ -198,6 +208,12 @@ class TableKeys:
         return self._key("replay")
 
     @property
+    def every(self) -> list[str]:
+        """Every key of the table, in the order the commit script takes them."""
+        return [self.version, self.state, self.stream, self.tokens, self.meta, self.clients,
+                *self.companions]
+
+    @property
     def companions(self) -> list[str]:
         """The table's keys besides those its commit writes: they share its lifetime."""
         return [self.chat, self.presence, *(self.claim(seat) for seat in range(4)), self.seen,
@@ -264,6 +280,7 @@ class Store:
         self._share = client.register_script(_SHARE_LUA)
         self._seen = client.register_script(_SEEN_LUA)
         self._hit = client.register_script(_HIT_LUA)
+        self._retain = client.register_script(_RETAIN_LUA)
 
     @reconnecting
     async def commit(
@@ -294,11 +311,7 @@ class Store:
         ]
         for audience, frame in frames.items():
             args += [audience, frame]
-        result = await self._commit(
-            keys=[keys.version, keys.state, keys.stream, keys.tokens, keys.meta, keys.clients,
-                  *keys.companions],
-            args=args,
-        )
+        result = await self._commit(keys=keys.every, args=args)
         outcome = result[0].decode() if isinstance(result[0], bytes) else str(result[0])
         assert outcome in ("ok", "stale", "dup", "revoked")
         return CommitResult(outcome, int(result[1]))  # type: ignore[arg-type]
@@ -445,6 +458,30 @@ class Store:
         if expected <= current:
             return None
         return frames
+
+    @reconnecting
+    async def queue_archive(self, job: str) -> None:
+        """Append an archive job (``<id>`` or ``<id> <ended ms>``) to ``ARCHIVE_QUEUE``."""
+        await self.redis.rpush(ARCHIVE_QUEUE, job)
+
+    @reconnecting
+    async def archive_jobs(self, limit: int) -> list[str]:
+        """The first ``limit`` pending archive jobs (they stay queued until `archive_done`)."""
+        raw = await self.redis.lrange(ARCHIVE_QUEUE, 0, limit - 1)
+        return [as_bytes(job).decode() for job in raw]
+
+    @reconnecting
+    async def archive_done(self, table_id: str, job: str | None, lifetime_ms: int) -> None:
+        """After a table's game is in the archive: give every key of the table (kept without
+        expiry until now) ``lifetime_ms`` from now, then drop the job (every copy of it)."""
+        await self._retain(keys=TableKeys(table_id).every, args=[lifetime_ms])
+        if job is not None:
+            await self.redis.lrem(ARCHIVE_QUEUE, 0, job)
+
+    @reconnecting
+    async def lifetime_ms(self, table_id: str) -> int:
+        """PTTL of the table's version key: -1 kept without expiry, -2 no such table."""
+        return int(await self.redis.pttl(TableKeys(table_id).version))
 
     @reconnecting
     async def index_public(self, table_id: str, created_ms: int, status: str) -> None:

@@ -16,8 +16,9 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from typing import Any, Literal
@@ -100,18 +101,28 @@ class TableService:
     ``retention_s``: a finished table (transcript and replay included) is kept this long.
     ``seat_connect_s``: a waiting table's seat whose person has not been connected for this long
     (never, since taking it) is freed.
+    ``archive``: finished games go to the PostgreSQL archive (server.archive): a finishing
+    commit keeps the table without expiry and queues an archive job; the archive worker gives
+    the table its ``retention_s`` once the game is archived. ``archived`` (set by the archive)
+    answers a transcript or replay read of a table Redis no longer has.
     """
 
     def __init__(self, redis: redis.asyncio.Redis, *, history_limit: int | None = None,
                  bot_delay_ms: int = 600, clock: Callable[[], float] = time.time,
                  waiting_ttl_s: float = 3600.0, retention_s: float = 86400.0,
-                 seat_connect_s: float = 60.0) -> None:
+                 seat_connect_s: float = 60.0, archive: bool = False) -> None:
         self.store = Store(redis, history_limit=history_limit)
         self.bot_delay_ms = bot_delay_ms
         self.clock = clock
         self.seat_connect_ms = max(1, round(seat_connect_s * 1000))
         self.lifetime_ms = {WAITING: max(1, round(waiting_ttl_s * 1000)), PLAYING: 0,
                             FINISHED: max(1, round(retention_s * 1000))}
+        self.retention_ms = self.lifetime_ms[FINISHED]
+        self.archive = archive
+        if archive:  # kept until archived (a finishing commit is the archive's pending mark)
+            self.lifetime_ms[FINISHED] = 0
+        self.archived: Callable[[str, str, str | None], Awaitable[bytes | None]] | None = None
+        self.archive_wakeup = asyncio.Event()  # set after a game ended in this process
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
         self._render_pool: ProcessPoolExecutor | None = None  # started on the first render
         self._render_slot = asyncio.Semaphore(1)
@@ -287,8 +298,16 @@ class TableService:
                         token: str | None) -> bytes:
         """A finished game's transcript or replay: rendered once, in the render worker (never
         on the event loop, one game at a time), then kept with the table for as long as it is
-        kept."""
-        loaded = await self._readable(table_id, invite, token)
+        kept; once Redis no longer has the table, from the archive (invite only)."""
+        try:
+            loaded = await self._readable(table_id, invite, token)
+        except Rejected as rej:
+            if rej.code not in ("unknown_table", "unavailable") or self.archived is None:
+                raise
+            found = await self.archived(table_id, kind, invite)
+            if found is None:
+                raise
+            return found
         if loaded.record.status != FINISHED:
             raise Rejected("game_not_over", f"the {kind} is ready when the game is over",
                            status=409, version=loaded.version)
@@ -305,14 +324,26 @@ class TableService:
 
     async def _render(self, table_id: str, kind: str, record: TableRecord) -> bytes:
         transcript = record.transcript()  # reveals the seed and salt: finished games only
+        data = await self.render(kind, transcript)
+        await self.store.keep_rendered(table_id, kind, data)
+        return data
+
+    async def render(self, kind: str, transcript: Mapping[str, Any]) -> bytes:
+        """`replays.render` in the render worker (one game at a time, off the event loop)."""
         async with self._render_slot:
             if self._render_pool is None:
                 self._render_pool = ProcessPoolExecutor(max_workers=1,
                                                         mp_context=get_context("spawn"))
             loop = asyncio.get_running_loop()
-            data = await loop.run_in_executor(self._render_pool, replays.render, kind,
-                                              transcript)
-        await self.store.keep_rendered(table_id, kind, data)
+            pool = self._render_pool
+            try:
+                data: bytes = await loop.run_in_executor(pool, replays.render, kind,
+                                                         dict(transcript))
+            except BrokenProcessPool:
+                if self._render_pool is pool:  # the next render starts a new worker
+                    self._render_pool = None
+                    pool.shutdown(wait=False, cancel_futures=True)
+                raise
         return data
 
     def close(self) -> None:
@@ -391,6 +422,12 @@ class TableService:
         if result.outcome == "stale":
             return None
         self._remember(table_id, new)
+        if self.archive and status == FINISHED and loaded.record.status != FINISHED:
+            # The commit itself is the durable mark (a finished table without expiry, found by
+            # the archive's sweep); the job only makes the archive prompt.
+            with contextlib.suppress(RedisError):
+                await self.store.queue_archive(f"{table_id} {now}")
+            self.archive_wakeup.set()
         if loaded.version > 0 and status != loaded.record.status \
                 and not change.record.config.private:
             # Not part of the commit (the lobby indexes are global keys, in other cluster

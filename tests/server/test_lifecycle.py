@@ -64,6 +64,10 @@ async def test_a_finished_table_leaves_the_lobby_and_expires_after_retention(
         assert table not in await listed(http)
         for path in ("transcript", "replay"):
             assert (await http.get(f"/api/tables/{table}/{path}")).status_code == 200
+        for _ in range(100):  # kept without expiry until the archive has the game
+            if await redis_client.pttl(f"t:{{{table}}}:state") > 0:
+                break
+            await asyncio.sleep(0.1)
         keys = await keys_of(redis_client, table)
         assert keys
         for key in keys:  # nothing is kept for good (short-lived budgets expire sooner)
@@ -75,7 +79,10 @@ async def test_a_finished_table_leaves_the_lobby_and_expires_after_retention(
                 break
             await asyncio.sleep(0.1)
         assert await keys_of(redis_client, table) == []
-        assert (await http.get(f"/api/tables/{table}/transcript")).status_code == 404
+        assert (await http.get(f"/api/tables/{table}")).status_code == 404
+        # the transcript and replay are still served, from the archive (server.archive)
+        for path in ("transcript", "replay"):
+            assert (await http.get(f"/api/tables/{table}/{path}")).status_code == 200
 
 
 async def test_a_playing_table_is_kept(

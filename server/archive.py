@@ -1,0 +1,292 @@
+"""The archive: every finished game in PostgreSQL (table ``games``), exactly once.
+
+Hand-off. A commit whose new status is finished (normal end, forfeit, abandoned) gives every key
+of the table no expiry (TableService with ``archive=True``): a finished table kept without
+expiry *is* the pending mark, written atomically with the game's end, in the table's own slot.
+Right after that commit its process appends a job ``<id> <ended ms>`` to the Redis list
+``archive:pending`` (a global key, so not in the commit); should that process die first, the
+sweep finds the table anyway: every ``ARCHIVE_SWEEP_S`` (and at start-up) each process scans
+``t:{*}:meta`` for finished tables without expiry that have no job and queues one.
+
+Worker. `Archive.run` (one per process, in the app lifespan) takes the jobs in order and, for
+each, writes the game in ONE transaction, ``INSERT ... ON CONFLICT (id) DO NOTHING``: a job done
+twice (two processes, a retry, a duplicate job) writes one row. Only after that transaction
+committed does the table get its ``RETENTION`` (so its keys never expire before the game is
+archived) and the job leave the queue. With PostgreSQL down the jobs stay and the worker retries
+with backoff (up to ``ARCHIVE_RETRY_MAX_S``); the tables waiting meanwhile stay in Redis.
+
+Reads. `Archive.rendered` answers a transcript or replay read once Redis no longer has the table
+(a private game needs its invite: seat tokens are gone with the table); a replay is rendered from
+the archived transcript in the render worker once and kept in the row. `Archive.game` answers
+``GET /api/games/{id}``. Must not import the HTTP layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import gzip
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]  # ships no type hints
+import msgpack
+from redis.exceptions import RedisError
+
+from server.db import Postgres
+from server.record import FINISHED, TableRecord
+from server.rejected import Rejected
+from server.store import ARCHIVE_QUEUE, TABLE_ID, as_bytes
+from server.tables import TableService, invite_matches
+
+log = logging.getLogger("server.archive")
+
+BATCH = 50  # jobs read from the queue at a time
+POLL_S = 1.0  # how often the queue is looked at when nothing woke the worker
+SWEEP_PAGE = 500
+
+_INSERT = """
+INSERT INTO games (id, name, rules, preset, players, seat_names, seat_bots, seat_players, sides,
+                   winner_side, end_reason, end_seat, scores, hands, private, invite_hash,
+                   created_at, started_at, ended_at, transcript)
+VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15, $16,
+        $17, $18, $19, $20)
+ON CONFLICT (id) DO NOTHING
+"""
+_COLUMNS = """id, name, rules, preset, players, seat_names, seat_bots, seat_players, sides,
+winner_side, end_reason, end_seat, scores, hands, private, invite_hash, created_at, started_at,
+ended_at"""
+
+PG_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
+
+
+class ArchiveUnavailable(Exception):
+    """PostgreSQL is not reachable now: the job stays queued."""
+
+
+def unknown_game(game_id: str) -> Rejected:
+    """No archived game of that id -- and, word for word, a private one asked for without its
+    invite."""
+    return Rejected("unknown_game", f"no archived game {game_id!r}", status=404)
+
+
+def unavailable() -> Rejected:
+    return Rejected("unavailable", "the archive is unavailable; try again", status=503)
+
+
+def _time(ms: int | None) -> datetime.datetime | None:
+    if ms is None:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+
+
+def _ms(value: datetime.datetime | None) -> int | None:
+    return None if value is None else round(value.timestamp() * 1000)
+
+
+def parse_job(job: str) -> tuple[str, int | None] | None:
+    """(table id, ended ms or None) of a queued job; None for a malformed one."""
+    table_id, _, ended = job.partition(" ")
+    if not TABLE_ID.match(table_id) or (ended and not ended.isdigit()):
+        return None
+    return table_id, int(ended) if ended else None
+
+
+def game_row(record: TableRecord, transcript: dict[str, Any], transcript_gz: bytes,
+             ended_ms: int) -> list[Any]:
+    """The ``games`` row of a finished table, in ``_INSERT``'s order."""
+    config = record.config
+    spec = config.rules
+    preset = spec if isinstance(spec, str) else str(spec.get("preset", ""))
+    result = record.result or {}
+    game = record.game
+    return [
+        record.id, config.name, json.dumps(spec), preset, config.players,
+        [seat.name for seat in record.seats], [seat.bot for seat in record.seats], None,
+        json.dumps([list(side) for side in game.sides]),
+        result.get("winner"), str(result.get("reason", "game_end")), result.get("seat"),
+        [int(score) for score in game.scores], len(transcript.get("rounds", ())),
+        config.private, record.invite_hash,
+        _time(record.created_ms), None, _time(ended_ms), transcript_gz,
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    raw: str | None  # the queued job (None: found by a sweep, not queued)
+    table_id: str
+    ended_ms: int | None
+
+
+class Archive:
+    """The archive worker and reader of one process."""
+
+    def __init__(self, service: TableService, postgres: Postgres, *, sweep_s: float = 300.0,
+                 retry_max_s: float = 30.0, poll_s: float = POLL_S) -> None:
+        self.service = service
+        self.store = service.store
+        self.postgres = postgres
+        self.sweep_s = sweep_s
+        self.retry_max_s = retry_max_s
+        self.poll_s = poll_s
+        self.archived = 0  # games this process wrote (for tests and logs)
+
+    def _pool(self) -> Any:
+        pool = self.postgres.pool
+        if pool is None:
+            raise ArchiveUnavailable
+        return pool
+
+    # -- the worker ------------------------------------------------------------------------
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        next_sweep = 0.0
+        delay = 0.0
+        while not stop.is_set():
+            failed = False
+            self.service.archive_wakeup.clear()  # a game ending from here on wakes the next wait
+            try:
+                if loop.time() >= next_sweep:
+                    await self.sweep()
+                    next_sweep = loop.time() + self.sweep_s
+                await self.drain()
+            except ArchiveUnavailable:
+                failed = True
+            except (RedisError, *PG_ERRORS) as exc:
+                log.warning("archive: %s: %s", type(exc).__name__, exc)
+                failed = True
+            except Exception:  # anything else (a broken render worker): retried the same way
+                log.exception("archive job failed")
+                failed = True
+            delay = min(self.retry_max_s, max(0.25, delay * 2)) if failed else 0.0
+            waiters = [asyncio.ensure_future(stop.wait()),
+                       asyncio.ensure_future(self.service.archive_wakeup.wait())]
+            if failed:
+                waiters.pop()  # a failure waits out its backoff
+            try:
+                await asyncio.wait(waiters, timeout=delay if failed else self.poll_s,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waiters:
+                    waiter.cancel()
+
+    async def drain(self) -> int:
+        """Archive every queued job (raises, keeping the rest queued, when PostgreSQL or Redis
+        fails); returns how many jobs were done."""
+        done = 0
+        while True:
+            jobs = await self.store.archive_jobs(BATCH)
+            if not jobs:
+                return done
+            for raw in jobs:
+                parsed = parse_job(raw)
+                if parsed is None:
+                    await self.store.redis.lrem(ARCHIVE_QUEUE, 0, raw)
+                    continue
+                await self.archive(Job(raw, *parsed))
+                done += 1
+
+    async def sweep(self) -> int:
+        """Queue a job for each finished table kept without expiry that has none (its
+        process stopped between the finishing commit and the job); returns how many."""
+        redis = self.store.redis
+        queued = {parsed[0] for job in await redis.lrange(ARCHIVE_QUEUE, 0, -1)
+                  if (parsed := parse_job(as_bytes(job).decode())) is not None}
+        found = 0
+        async for key in redis.scan_iter(match="t:{*}:meta", count=SWEEP_PAGE):
+            table_id = as_bytes(key).decode()[3:-6]
+            if table_id in queued or not TABLE_ID.match(table_id):
+                continue
+            meta = await self.store.meta(table_id)
+            if meta is None or msgpack.unpackb(meta).get("status") != FINISHED:
+                continue
+            if await self.store.lifetime_ms(table_id) != -1:
+                continue  # archived already (or the archive was off when it ended)
+            await self.store.queue_archive(table_id)
+            found += 1
+        if found:
+            log.info("archive sweep queued %d finished games", found)
+        return found
+
+    async def archive(self, job: Job) -> None:
+        """Write the job's game (unless the archive has it), then give the table its
+        retention and drop the job."""
+        loaded = await self.store.load(job.table_id)
+        if loaded is None:  # gone: nothing left to archive (or archived and expired)
+            await self.store.archive_done(job.table_id, job.raw, self.service.retention_ms)
+            return
+        record = TableRecord.from_blob(loaded[1])
+        if record.status == FINISHED:
+            pool = self._pool()
+            exists = await pool.fetchval("SELECT 1 FROM games WHERE id = $1", job.table_id)
+            if exists is None:
+                transcript_gz = await self.store.rendered(job.table_id, "transcript")
+                if transcript_gz is None:
+                    transcript_gz = await self.service._render(job.table_id, "transcript",
+                                                               record)
+                transcript = json.loads(await asyncio.to_thread(gzip.decompress,
+                                                                transcript_gz))
+                ended = job.ended_ms if job.ended_ms is not None else self.service.now_ms()
+                row = game_row(record, transcript, transcript_gz, ended)
+                async with pool.acquire() as conn, conn.transaction():
+                    status = await conn.execute(_INSERT, *row)
+                if status.endswith(" 1"):
+                    self.archived += 1
+                    log.info("game archived: %s", job.table_id)
+        await self.store.archive_done(job.table_id, job.raw, self.service.retention_ms)
+
+    # -- reading ---------------------------------------------------------------------------
+    async def rendered(self, table_id: str, kind: str, invite: str | None) -> bytes | None:
+        """The archived game's transcript or replay (gzip-compressed JSON) for a reader with
+        the invite of a private game; None when the archive has no such game for them."""
+        if not TABLE_ID.match(table_id):
+            return None
+        try:
+            pool = self._pool()
+            row = await pool.fetchrow(
+                "SELECT invite_hash, transcript, replay FROM games WHERE id = $1", table_id)
+        except (ArchiveUnavailable, *PG_ERRORS) as exc:
+            raise unavailable() from exc
+        if row is None or not invite_matches(invite, row["invite_hash"]):
+            return None
+        if kind == "transcript":
+            return bytes(row["transcript"])
+        if row["replay"] is not None:
+            return bytes(row["replay"])
+        transcript = json.loads(await asyncio.to_thread(gzip.decompress, row["transcript"]))
+        replay = await self.service.render("replay", transcript)
+        with contextlib.suppress(*PG_ERRORS):
+            await pool.execute("UPDATE games SET replay = $2 WHERE id = $1 AND replay IS NULL",
+                               table_id, replay)
+        return replay
+
+    async def game(self, game_id: str, invite: str | None) -> dict[str, Any]:
+        """``GET /api/games/{id}``: the archived game's summary and transcript."""
+        if not isinstance(game_id, str) or not TABLE_ID.match(game_id):
+            raise unknown_game(str(game_id))
+        try:
+            row = await self._pool().fetchrow(
+                f"SELECT {_COLUMNS}, transcript FROM games WHERE id = $1", game_id)
+        except (ArchiveUnavailable, *PG_ERRORS) as exc:
+            raise unavailable() from exc
+        if row is None or not invite_matches(invite, row["invite_hash"]):
+            raise unknown_game(game_id)
+        transcript = json.loads(await asyncio.to_thread(gzip.decompress, row["transcript"]))
+        players = row["seat_players"]
+        return {
+            "id": row["id"], "name": row["name"], "rules": json.loads(row["rules"]),
+            "preset": row["preset"], "players": row["players"],
+            "seats": [{"name": name, "bot": bot,
+                       "player": players[seat] if players else None}
+                      for seat, (name, bot) in enumerate(zip(row["seat_names"],
+                                                             row["seat_bots"], strict=True))],
+            "sides": json.loads(row["sides"]),
+            "result": {"winner": row["winner_side"], "reason": row["end_reason"],
+                       "seat": row["end_seat"]},
+            "scores": list(row["scores"]), "hands": row["hands"], "private": row["private"],
+            "created": _ms(row["created_at"]), "started": _ms(row["started_at"]),
+            "ended": _ms(row["ended_at"]), "transcript": transcript,
+        }
