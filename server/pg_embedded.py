@@ -5,7 +5,8 @@ the newest version found, or on PATH). The directory holds the cluster (``pgdata
 and, when the path is short enough, its unix socket; otherwise the cluster listens on a free
 loopback port with a password of its own. PostgreSQL refuses to run as root, so a root process
 runs initdb and postgres as an unprivileged system user (``postgres``, which the Debian package
-creates, else ``nobody``) that owns the directory. Imports nothing from the rest of the project.
+creates, else ``nobody``) that owns the directory. Imports only server.processes from the rest of
+the project.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import time
 from pathlib import Path
 from urllib.parse import quote
+
+from server.processes import alive, free_port
 
 # The kernel limits a unix socket path (108 bytes); PostgreSQL adds "/.s.PGSQL.<port>".
 _MAX_SOCKET_DIR = 90
@@ -51,12 +53,6 @@ def find_pg_bin() -> Path:
     raise PgStartError(
         "no PostgreSQL found (install Debian's postgresql package or set DATABASE_URL)")
 
-
-def free_port() -> int:
-    """A loopback TCP port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def unprivileged_user() -> pwd.struct_passwd:
@@ -142,7 +138,7 @@ class PgProcess:
     @property
     def running(self) -> bool:
         if self._adopted is not None:
-            return _alive(self._adopted)
+            return alive(self._adopted)
         return self._process is not None and self._process.poll() is None
 
     # ---- start ------------------------------------------------------------------------------
@@ -213,7 +209,7 @@ class PgProcess:
             pid, port = int(lines[0]), int(lines[3])
         except (OSError, ValueError, IndexError):
             return None
-        if not _alive(pid) or port != self.port:
+        if not alive(pid) or port != self.port:
             return None
         return pid
 
@@ -309,7 +305,7 @@ class PgProcess:
                     return
                 except subprocess.TimeoutExpired:
                     pass
-            elif not _alive(pid):
+            elif not alive(pid):
                 return
             else:
                 time.sleep(0.05)
@@ -329,14 +325,3 @@ def _signal(pid: int, signum: int) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped) is not running
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return True

