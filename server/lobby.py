@@ -223,17 +223,19 @@ async def leave_table(request: Request) -> Response:
 
 @api
 async def transcript(request: Request) -> Response:
-    table_id, invite, token = _reader(request)
-    body = await checking_token(
-        request, _service(request).transcript(table_id, invite, token), token)
-    return await gzipped_json(request, body)
+    return await _finished_game(request, "transcript")
 
 
 @api
 async def replay(request: Request) -> Response:
+    return await _finished_game(request, "replay")
+
+
+async def _finished_game(request: Request, kind: str) -> Response:
     table_id, invite, token = _reader(request)
-    body = await checking_token(
-        request, _service(request).replay(table_id, invite, token), token)
+    service = _service(request)
+    read = service.transcript if kind == "transcript" else service.replay
+    body = await checking_token(request, read(table_id, invite, token), token)
     return await gzipped_json(request, body)
 
 
