@@ -24,13 +24,13 @@ import statistics
 import time
 from typing import Any
 
-from engine import apply, legal_moves, new_game, view
+from engine import Play, apply, new_game, view
 from engine.bots import choose_move
 from engine.bots.knowledge import Knowledge
 from engine.bots.sampler import sample_deal
 from engine.bots.search import evaluate
 from engine.bots.simple import greedy_ranking
-from engine.match import run_match
+from engine.cli.match import run_match
 
 
 def emit(name: str, figures: dict[str, Any]) -> None:
@@ -79,23 +79,22 @@ def playout_speed(positions: int) -> dict[str, Any]:
         seat = state.turn
         assert seat is not None
         knowledge = Knowledge.from_view(view(state, seat))
-        sims = [s for s in (knowledge.sim_move(m) for m in greedy_ranking(knowledge)) if s]
-        if sims:
+        candidates = [m for m in greedy_ranking(knowledge) if isinstance(m, Play)]
+        if candidates:
             seen_positions += 1
             for _ in range(20):
                 t0 = time.process_time()
                 deal = sample_deal(knowledge, rng)
                 t1 = time.process_time()
-                for sim in sims:
-                    evaluate(knowledge, sim, list(deal.hands), list(deal.boneyard))
+                dealt = knowledge.deal(deal.hands, deal.boneyard)
+                for move in candidates:
+                    evaluate(knowledge, move, dealt)
                 t2 = time.process_time()
                 samples += 1
-                playouts += len(sims)
+                playouts += len(candidates)
                 sample_time += t1 - t0
                 playout_time += t2 - t1
-        moves = legal_moves(state)
         state, _ = apply(state, seat, choose_move("greedy", view(state, seat), 0))
-        del moves
     return {
         "positions": positions,
         "samples_per_second": round(samples / sample_time),

@@ -29,9 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import PRESETS, GameState, Move, apply, legal_moves, new_game
-from engine.playout import play_out_hand
-from engine.selfplay import selfplay
+from engine import PRESETS, GameState, Move, apply, legal_moves, new_game, play_out_hand
+from engine.cli.selfplay import selfplay
 
 BLOCK_7 = {"preset": "block", "hand_size": {"4": 7}}
 

@@ -5,6 +5,13 @@ Pure functions over immutable state: `new_game` / `game_from_deal` make a game,
 the events a move caused, `view` shows a position to one seat. Transcripts
 (notation.md) are written by `to_transcript` and checked by `replay`; `verify` checks a
 finished game's deals against the seed its transcript reveals and the `commitment` to it.
+
+Simulations use the same rules: `play_out_hand` finishes a hand with `RANDOM` or `GREEDY`
+moves, `finish_hand` reports the `Settlement` it reaches, and `determinize` rebuilds the
+position a view shows with its hidden tiles dealt. One kernel places and scores every tile
+(engine.kernel) and one function settles every hand (engine.rounds `settle`), for `apply`
+and every playout alike. The bots are in engine.bots; the command line (`python -m engine`)
+is engine.cli, the only part that reads or writes files or the terminal.
 """
 
 from engine.commitment import commitment
@@ -19,17 +26,20 @@ from engine.errors import (
 from engine.files import load_transcript
 from engine.game import apply, game_from_deal, legal_moves, new_game
 from engine.moves import Draw, Move, Pass, Play, move_from_data, move_to_data
-from engine.playout import play_out_hand
+from engine.playout import GREEDY, RANDOM, finish_hand, play_out_hand
+from engine.rounds import Settlement
 from engine.rules import DEFAULT_PRESET, PRESETS, Rules, rules_from_spec
 from engine.state import GameState, HandResult
 from engine.tiles import TILES, Tile
 from engine.transcript import replay, replay_views, to_transcript
 from engine.verify import verify
-from engine.views import redact_events, view
+from engine.views import determinize, redact_events, view
 
 __all__ = [
     "DEFAULT_PRESET",
+    "GREEDY",
     "PRESETS",
+    "RANDOM",
     "TILES",
     "Draw",
     "EngineError",
@@ -43,9 +53,12 @@ __all__ = [
     "Pass",
     "Play",
     "Rules",
+    "Settlement",
     "Tile",
     "apply",
     "commitment",
+    "determinize",
+    "finish_hand",
     "game_from_deal",
     "legal_moves",
     "load_transcript",

@@ -1,43 +1,23 @@
 """Playing: `new_game`, `game_from_deal`, `legal_moves` and `apply` (the hot path).
 
 `apply` validates a move, leaves its input untouched and returns the new state plus
-the events the move caused; when a hand ends it settles it and deals the next round.
+the events the move caused. A play is placed and scored by engine.kernel `play_tile`; a hand
+that ends is settled by engine.rounds `settle`, and the next round is dealt at once.
 Imports only engine modules.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import add
 
 from engine.errors import IllegalMove, InvalidNotation, InvalidTranscript
-from engine.layout import End, Ends, Nodes, attach, candidate_ons, find_end, lead, open_mask
+from engine.kernel import may_draw, open_ends, play_tile, stuck
+from engine.layout import Ends, Nodes, candidate_ons, find_end, open_mask
 from engine.moves import DRAW, LEADS, PASS, PLAYS, Draw, Move, Pass, Play
-from engine.rounds import (
-    close_round,
-    deal,
-    deal_next_round,
-    game_result,
-    may_draw,
-    round_rng,
-    settle,
-    start_round,
-)
-from engine.rules import Rules, rules_from_spec
-from engine.scoring import play_points
-from engine.state import DREW, PASSED, PLAYED, GameState, LogEntry, Table, make_state
-from engine.tiles import (
-    BIT,
-    DOUBLES_MASK,
-    HIGH,
-    IS_DOUBLE,
-    LOW,
-    NAMES,
-    OTHER_HALF,
-    VALUE_MASK,
-    Tile,
-    mask_pips,
-)
+from engine.rounds import close_round, deal, round_rng, settle, start_round
+from engine.rules import rules_from_spec
+from engine.state import DREW, PASSED, PLAYED, GameState, Table, make_state
+from engine.tiles import BIT, DOUBLES_MASK, HIGH, IS_DOUBLE, LOW, NAMES, VALUE_MASK, Tile
 
 Event = dict[str, object]
 
@@ -50,8 +30,9 @@ def new_game(spec: str | Mapping[str, object], players: int, seed: int) -> GameS
     rng = round_rng(seed, 0)
     hands, boneyard = deal(rules, rng)
     sides = 2 if rules.partnerships else players
-    return start_round(rules, seed, 0, tuple(range(players)), (), (0,) * sides, hands,
-                       boneyard, None, rng)
+    return start_round(rules=rules, seed=seed, rnd=0, lead_from=tuple(range(players)), past=(),
+                       scores=(0,) * sides, deal_hands=hands, deal_boneyard=boneyard,
+                       leader=None, rng=rng)
 
 
 def game_from_deal(
@@ -70,8 +51,8 @@ def game_from_deal(
     if type(leader) is not int or not 0 <= leader < players:
         raise InvalidTranscript("bad_leader", f"leader must be a seat from 0 to {players - 1}")
     sides = 2 if rules.partnerships else players
-    return start_round(rules, seed, 0, tuple(range(players)), (), (0,) * sides, dealt, rest,
-                       leader)
+    return start_round(rules=rules, seed=seed, rnd=0, lead_from=tuple(range(players)), past=(),
+                       scores=(0,) * sides, deal_hands=dealt, deal_boneyard=rest, leader=leader)
 
 
 def legal_moves(state: GameState) -> list[Move]:
@@ -84,7 +65,7 @@ def legal_moves(state: GameState) -> list[Move]:
         return _lead_moves(state, hand)
     ends = state.ends
     out: list[Move]
-    if len(ends) == 2 and not state.table.rules.all_four_first:  # a line: two ends
+    if len(ends) == 2 and not state.table.rules.all_four_first:  # a line: open_ends written out
         end0, end1 = ends
         fits = hand & VALUE_MASK[end0[2]]
         out = list(_PLAYS_ON[end0[4]].get(fits) or _plays(fits, end0[4])) if fits else []
@@ -96,24 +77,16 @@ def legal_moves(state: GameState) -> list[Move]:
         out = _end_plays(ends, hand, state.table.rules.all_four_first)
     if out:
         return out
-    rules = state.table.rules
-    if rules.draw == "until_playable" and len(state.boneyard_tiles) > rules.boneyard_reserve:
+    if may_draw(state.table.rules, len(state.boneyard_tiles)):
         return [DRAW]
     return [PASS]
 
 
 def _end_plays(ends: Ends, hand: int, four_first: bool) -> list[Move]:
-    """The plays of `hand` on any layout: per end in order, each end's tiles ascending."""
-    only_spinner = four_first and any(e[0] == 0 for e in ends)
+    """The plays of `hand` on any layout: per open end in order, each end's tiles ascending."""
     out: list[Move] = []
-    seen = 0
-    for node, _side, value, _halves, on in ends:
-        if only_spinner and node:
-            continue
-        key = 1 << (node * 7 + value)
-        if seen & key:
-            continue
-        seen |= key
+    for index in open_ends(ends, four_first):
+        _node, _side, value, _halves, on = ends[index]
         fits = hand & VALUE_MASK[value]
         if fits:
             out += _PLAYS_ON[on].get(fits) or _plays(fits, on)
@@ -164,17 +137,12 @@ def apply(state: GameState, seat: int, move: Move) -> tuple[GameState, list[Even
         raise IllegalMove("not_your_turn", f"it is seat {state.turn}'s turn, not seat {seat}'s")
     kind = type(move)
     if kind is Play:
-        new, events = _play(state, seat, move)  # type: ignore[arg-type]
-    elif kind is Draw:
-        new, events = _draw(state, seat)
-    elif kind is Pass:
-        new, events = _pass(state, seat)
-    else:
-        raise InvalidNotation("bad_move", f"{move!r} is not a move")
-    if new.turn is None and not new.table.game_over:
-        new = deal_next_round(new)
-        events.append({"type": "deal", "round": new.table.round, "leader": new.table.leader})
-    return new, events
+        return _play(state, seat, move, True)  # type: ignore[arg-type]
+    if kind is Draw:
+        return _draw(state, seat, True)
+    if kind is Pass:
+        return _pass(state, seat)
+    raise InvalidNotation("bad_move", f"{move!r} is not a move")
 
 
 def apply_until_hand_end(
@@ -187,15 +155,15 @@ def apply_until_hand_end(
         raise IllegalMove("not_your_turn", f"it is seat {state.turn}'s turn, not seat {seat}'s")
     kind = type(move)
     if kind is Play:
-        return _play(state, seat, move)  # type: ignore[arg-type]
+        return _play(state, seat, move, False)  # type: ignore[arg-type]
     if kind is Draw:
-        return _draw(state, seat)
+        return _draw(state, seat, False)
     if kind is Pass:
         return _pass(state, seat)
     raise InvalidNotation("bad_move", f"{move!r} is not a move")
 
 
-def _lead(table: Table, seat: int, tile: int, move: Play) -> tuple[Nodes, Ends]:
+def _check_lead(table: Table, seat: int, tile: int, move: Play) -> None:
     rules = table.rules
     if move.on is not None:
         raise IllegalMove("bad_end", "the first tile of a round is not played on another")
@@ -205,7 +173,6 @@ def _lead(table: Table, seat: int, tile: int, move: Play) -> tuple[Nodes, Ends]:
         raise IllegalMove(code, f"seat {seat} must lead {must}")
     if rules.lead == "double" and not IS_DOUBLE[tile]:
         raise IllegalMove("must_lead_double", "the round must be led with a double")
-    return lead(tile, IS_DOUBLE[tile] and rules.spinners != "none")
 
 
 def _end_of(ends: Ends, tile: int, on: int) -> int:
@@ -245,156 +212,78 @@ def _resolve_on(nodes: Nodes, ends: Ends, tile: int, on_tile: Tile | None,
     return index, on
 
 
-def _play(state: GameState, seat: int, move: Play) -> tuple[GameState, list[Event]]:
+def resolve_play(state: GameState, seat: int, move: Play) -> tuple[int, int]:
+    """(end index, layout tile) that `seat`'s `move` takes, (-1, -1) for the lead; raises
+    `IllegalMove` when the play is not legal (decision 4)."""
+    tile = move.tile.index
+    if not state.hand_masks[seat] >> tile & 1:
+        raise IllegalMove("not_in_hand", f"seat {seat} does not hold {NAMES[tile]}")
+    table = state.table
+    if not state.nodes:
+        _check_lead(table, seat, tile, move)
+        return -1, -1
+    ends = state.ends
+    on_tile = move.on
+    four_first = table.rules.all_four_first
+    if on_tile is not None and not four_first:
+        index = _end_of(ends, tile, on_tile.index)
+        if index >= 0:
+            return index, on_tile.index
+    return _resolve_on(state.nodes, ends, tile, on_tile, four_first)
+
+
+def _play(state: GameState, seat: int, move: Play,
+          next_deal: bool) -> tuple[GameState, list[Event]]:
     table = state.table
     rules = table.rules
     tile = move.tile.index
     hands = state.hand_masks
     hand = hands[seat]
-    if not hand >> tile & 1:
-        raise IllegalMove("not_in_hand", f"seat {seat} does not hold {NAMES[tile]}")
     nodes = state.nodes
-    if nodes:
-        ends = state.ends
-        on_tile = move.on
-        index = -1
-        if on_tile is not None and not rules.all_four_first:
-            index = _end_of(ends, tile, on_tile.index)
-            on = on_tile.index
-        if index < 0:
-            index, on = _resolve_on(nodes, ends, tile, on_tile, rules.all_four_first)
-        parent, parent_side, value, _, _ = ends[index]
-        if parent_side == "O":
-            # the common case, inlined: the one free end of a tile in the line (a double
-            # there is never a spinner with other free sides; see layout.attach)
-            node = len(nodes)
-            if IS_DOUBLE[tile]:
-                spinners = rules.spinners
-                spinner = spinners == "all_doubles" or (
-                    spinners == "first_double" and not any(n[4] for n in nodes)
-                )
-                new_end: End = (node, "R" if spinner else "O", value, 2, tile)
-            else:
-                spinner = False
-                new_end = (node, "O", OTHER_HALF[tile][value], 1, tile)
-            new_nodes = nodes + ((tile, parent, "O", value, spinner),)  # noqa: RUF005 (faster)
-            if len(ends) == 2:
-                new_ends: Ends = (ends[1 - index], new_end)
-            else:
-                new_ends = (*ends[:index], *ends[index + 1:], new_end)
+    ends = state.ends
+    on_tile = move.on
+    index = -1
+    if hand >> tile & 1 and on_tile is not None and len(ends) == 2 and not rules.all_four_first:
+        # the usual case, `_end_of` written out: a line, and the named tile's end takes it
+        on = on_tile.index
+        end = ends[0]
+        if end[4] == on and (end[2] == HIGH[tile] or end[2] == LOW[tile]):
+            index = 0
         else:
-            spinners = rules.spinners
-            spinner = IS_DOUBLE[tile] and (spinners == "all_doubles" or (
-                spinners == "first_double" and not any(n[4] for n in nodes)
-            ))
-            new_nodes, new_ends = attach(nodes, ends, index, tile, spinner)
-    else:
-        on = -1
-        new_nodes, new_ends = _lead(table, seat, tile, move)
-    if len(new_ends) == 2:
-        end0, end1 = new_ends
-        total = end0[2] * end0[3] + end1[2] * end1[3]
-        fits = VALUE_MASK[end0[2]] | VALUE_MASK[end1[2]]
-    else:
-        total = fits = 0
-        for e in new_ends:
-            total += e[2] * e[3]
-            fits |= VALUE_MASK[e[2]]
-    scoring = rules.scoring
-    if scoring == "none":
-        points = 0
-    elif scoring == "fives":
-        points = total // rules.scale if total % 5 == 0 else 0
-    else:
-        points = play_points(scoring, rules.scale, total, new_ends)
-    new_hand = hand ^ BIT[tile]
-    listed = list(hands)
-    listed[seat] = new_hand
-    new_hands = tuple(listed)
-    if not new_hand:
-        return _domino(state, seat, tile, on, points, total, new_hands, new_nodes, new_ends)
+            end = ends[1]
+            if end[4] == on and (end[2] == HIGH[tile] or end[2] == LOW[tile]):
+                index = 1
+    if index < 0:
+        index, on = resolve_play(state, seat, move)
     scores = state.scores
-    side = -1
-    if points:
-        side = table.side_of[seat]
-        if rules.exact and scores[side] + points > rules.target:
-            points = 0
-        else:
-            scores = (*scores[:side], scores[side] + points, *scores[side + 1:])
-    log = state.log + ((seat, PLAYED, tile, on, points, total),)  # noqa: RUF005 (faster)
-    events: list[Event] = [{
-        "type": "play", "seat": seat, "tile": NAMES[tile], "on": NAMES[on] if on >= 0 else None,
-        "end_total": total, "points": points,
-    }]
-    boneyard = state.boneyard_tiles
-    if not (rules.drawing and len(boneyard) > rules.boneyard_reserve):
-        if rules.all_four_first:
-            fits = open_mask(new_ends, True)
-        for h in new_hands:
-            if h & fits:
-                break
-        else:
-            return _blocked(state, seat, new_hands, boneyard, new_nodes, new_ends, log, scores,
-                            events), events
-    if points and rules.exact and scores[side] == rules.target:
-        pips = tuple(mask_pips(m) for m in new_hands)
-        return close_round(state, new_hands, boneyard, new_nodes, new_ends, log, scores, "target",
-                           None, 0, pips, (), side, events), events
-    turn = seat + 1
-    return make_state(table, turn if turn < rules.players else 0, scores, new_hands, boneyard,
-                      new_nodes, new_ends, log), events
-
-
-def _stuck(rules: Rules, hands: tuple[int, ...], ends: Ends) -> bool:
-    mask = open_mask(ends, rules.all_four_first)
-    return not any(h & mask for h in hands)
-
-
-def _domino(state: GameState, seat: int, tile: int, on: int, points: int, total: int,
-            hands: tuple[int, ...], nodes: Nodes, ends: Ends) -> tuple[GameState, list[Event]]:
-    table = state.table
-    rules = table.rules
     side = table.side_of[seat]
-    log = (*state.log, (seat, PLAYED, tile, on, points, total))
-    outcome = settle(state, hands, "domino", seat, log)
-    gains = list(outcome.gains)
-    bonus = outcome.bonus
-    scores = state.scores
-    if rules.exact and scores[side] + points + gains[side] > rules.target:
-        points = gains[side] = bonus = 0
-        log = (*state.log, (seat, PLAYED, tile, on, 0, total))
-    new_scores = tuple(map(add, scores, gains))
-    new_scores = (*new_scores[:side], new_scores[side] + points, *new_scores[side + 1:])
-    events: list[Event] = [{
+    boneyard = state.boneyard_tiles
+    node, new_ends, total, points, ended = play_tile(
+        rules, nodes, ends, index, tile, hands, seat, scores[side], len(boneyard))
+    new_nodes = nodes + (node,)  # noqa: RUF005 (faster)
+    listed = list(hands)
+    listed[seat] = hand ^ BIT[tile]
+    new_hands = tuple(listed)
+    event: Event = {
         "type": "play", "seat": seat, "tile": NAMES[tile], "on": NAMES[on] if on >= 0 else None,
         "end_total": total, "points": points,
-    }]
-    winner = game_result(rules, new_scores)
-    return close_round(state, hands, state.boneyard_tiles, nodes, ends, log, new_scores, "domino",
-                       outcome.winner, bonus, outcome.pips, outcome.next_lead, winner,
-                       events), events
+    }
+    events = [event]
+    if ended is None:
+        if points:
+            scores = (*scores[:side], scores[side] + points, *scores[side + 1:])
+        log = state.log + ((seat, PLAYED, tile, on, points, total),)  # noqa: RUF005 (faster)
+        turn = seat + 1
+        return make_state(table, turn if turn < rules.players else 0, scores, new_hands,
+                          boneyard, new_nodes, new_ends, log), events
+    settled = settle(table, scores, new_hands, ended, seat, points)
+    event["points"] = settled.points
+    log = (*state.log, (seat, PLAYED, tile, on, settled.points, total))
+    after = make_state(table, None, scores, new_hands, boneyard, new_nodes, new_ends, log)
+    return close_round(after, settled, events, next_deal), events
 
 
-def _blocked(state: GameState, seat: int, hands: tuple[int, ...], boneyard: tuple[int, ...],
-             nodes: Nodes, ends: Ends, log: tuple[LogEntry, ...], scores: tuple[int, ...],
-             events: list[Event]) -> GameState:
-    rules = state.table.rules
-    outcome = settle(state, hands, "blocked", seat, log)
-    gains = list(outcome.gains)
-    bonus = outcome.bonus
-    if rules.exact:
-        for i, gain in enumerate(gains):
-            if scores[i] + gain > rules.target:
-                gains[i] = 0
-                if i == outcome.winner:
-                    bonus = 0
-    new_scores = tuple(map(add, scores, gains))
-    winner = game_result(rules, new_scores)
-    return close_round(state, hands, boneyard, nodes, ends, log, new_scores, "blocked",
-                       outcome.winner, bonus, outcome.pips, outcome.next_lead, winner, events)
-
-
-def _draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
+def _draw(state: GameState, seat: int, next_deal: bool) -> tuple[GameState, list[Event]]:
     table = state.table
     rules = table.rules
     hand = state.hand_masks[seat]
@@ -410,7 +299,7 @@ def _draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
     else:
         if hand & open_mask(state.ends, rules.all_four_first):
             raise IllegalMove("must_play", f"seat {seat} holds a tile that fits and must play")
-        if not may_draw(rules, boneyard):
+        if not may_draw(rules, len(boneyard)):
             raise IllegalMove("cannot_draw", "no tile may be drawn: pass")
     tile = boneyard[0]
     hands = state.hand_masks
@@ -418,9 +307,11 @@ def _draw(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
     rest = boneyard[1:]
     log = (*state.log, (seat, DREW, tile, -1, 0, -1))
     events: list[Event] = [{"type": "draw", "seat": seat, "tile": NAMES[tile]}]
-    if state.nodes and not may_draw(rules, rest) and _stuck(rules, new_hands, state.ends):
-        return _blocked(state, seat, new_hands, rest, state.nodes, state.ends, log, state.scores,
-                        events), events
+    if state.nodes and stuck(rules, state.ends, new_hands, len(rest)):
+        settled = settle(table, state.scores, new_hands, "blocked", seat, 0)
+        after = make_state(table, None, state.scores, new_hands, rest, state.nodes, state.ends,
+                           log)
+        return close_round(after, settled, events, next_deal), events
     return make_state(table, turn, state.scores, new_hands, rest, state.nodes, state.ends,
                       log), events
 
@@ -434,7 +325,7 @@ def _pass(state: GameState, seat: int) -> tuple[GameState, list[Event]]:
         raise IllegalMove("must_play", f"seat {seat} must lead a tile")
     if state.hand_masks[seat] & open_mask(state.ends, rules.all_four_first):
         raise IllegalMove("must_play", f"seat {seat} holds a tile that fits and must play")
-    if may_draw(rules, state.boneyard_tiles):
+    if may_draw(rules, len(state.boneyard_tiles)):
         raise IllegalMove("must_draw", f"seat {seat} cannot play and must draw")
     log = (*state.log, (seat, PASSED, -1, -1, 0, -1))
     events: list[Event] = [{"type": "pass", "seat": seat}]

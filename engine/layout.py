@@ -9,56 +9,21 @@ Representation (plain tuples, shared between states):
   tile's outer end) showing pip `value`; `halves` is how many halves it adds to the end
   total (2 for a double with one free horizontal side, 1 each for a lone lead double's
   two sides, 0 for a spinner's uncovered vertical side).
-Ends of one node are kept in the order they are taken (L before R, U before D).
-Imports only `engine.tiles`.
+Ends of one node are next to each other, in the order they are taken (L before R, U before
+D): a lone lead double's two sides are the first two ends, and a spinner's vertical sides
+open together, at the end of the tuple.
+Tiles are placed by engine.kernel `play_tile` alone; this module reads layouts. Imports only
+`engine.tiles`.
 """
 
 from __future__ import annotations
 
-from engine.tiles import HIGH, IS_DOUBLE, LOW, VALUE_MASK
+from engine.tiles import HIGH, LOW, VALUE_MASK
 
 Node = tuple[int, int | None, str | None, int | None, bool]
 End = tuple[int, str, int, int, int]
 Nodes = tuple[Node, ...]
 Ends = tuple[End, ...]
-
-_HORIZONTAL = ("L", "R", "O")
-
-
-def lead(tile: int, spinner: bool) -> tuple[Nodes, Ends]:
-    """The layout after leading `tile`."""
-    return (
-        ((tile, None, None, None, spinner),),
-        ((0, "L", HIGH[tile], 1, tile), (0, "R", LOW[tile], 1, tile)),
-    )
-
-
-def attach(nodes: Nodes, ends: Ends, index: int, tile: int, spinner: bool) -> tuple[Nodes, Ends]:
-    """The layout after playing `tile` on `ends[index]` (`spinner`: the new tile is one)."""
-    parent, side, value, _, parent_tile = ends[index]
-    node = len(nodes)
-    if not IS_DOUBLE[parent_tile] and not IS_DOUBLE[tile]:  # the common case, kept short
-        outer = LOW[tile] if HIGH[tile] == value else HIGH[tile]
-        return (
-            (*nodes, (tile, parent, side, value, spinner)),
-            (*ends[:index], *ends[index + 1:], (node, "O", outer, 1, tile)),
-        )
-    rest = ends[:index] + ends[index + 1:]
-    if IS_DOUBLE[parent_tile] and side in _HORIZONTAL:
-        free = [i for i, e in enumerate(rest) if e[0] == parent and e[1] in _HORIZONTAL]
-        if len(free) == 1:
-            i = free[0]
-            p, s, v, _, t = rest[i]
-            rest = (*rest[:i], (p, s, v, 2, t), *rest[i + 1:])
-        elif not free and nodes[parent][4]:
-            up: End = (parent, "U", value, 0, parent_tile)
-            rest = (*rest, up, (parent, "D", value, 0, parent_tile))
-    if IS_DOUBLE[tile]:
-        new_end: End = (node, "R" if spinner else "O", value, 2, tile)
-    else:
-        outer = LOW[tile] if HIGH[tile] == value else HIGH[tile]
-        new_end = (node, "O", outer, 1, tile)
-    return (*nodes, (tile, parent, side, value, spinner)), (*rest, new_end)
 
 
 def end_total(ends: Ends) -> int:
@@ -109,3 +74,11 @@ def candidate_ons(ends: Ends, tile: int, all_four_first: bool) -> list[int]:
         if fits and not (only_spinner and e[0] != 0) and e[4] not in found:
             found.append(e[4])
     return found
+
+
+def end_index(ends: Ends, node: int, side: str) -> int:
+    """Index of the open end on `side` of layout node `node`, or -1."""
+    for i, e in enumerate(ends):
+        if e[0] == node and e[1] == side:
+            return i
+    return -1

@@ -1,7 +1,10 @@
 """Rounds: dealing, who leads (rules.md §4-5), settling a finished hand and the game's end (§6).
 
+`settle` is the one place a finished hand is paid (bonuses, penalties, split shares, an exact
+target's voiding, the game's end): `apply` records its `Settlement` with `close_round`, and
+playouts that stop at the hand's end (engine.playout `finish_hand`) report it as it is.
 Randomness comes only from `random.Random` instances seeded with (game seed, round).
-Imports only engine modules and the standard library (`random`, `math`).
+Imports only engine modules and the standard library (`random`, `math`, `operator`).
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 from math import floor
+from operator import add
 from typing import NamedTuple
 
 from engine.errors import InvalidNotation, InvalidTranscript
-from engine.layout import Ends, Nodes
 from engine.rules import Rules
 from engine.scoring import rounded_half, rounded_pips
 from engine.state import (
@@ -21,6 +24,7 @@ from engine.state import (
     GameState,
     LogEntry,
     RoundRecord,
+    Table,
     make_record,
     make_result,
     make_state,
@@ -137,6 +141,7 @@ def allowed_leaders(
 
 
 def start_round(
+    *,
     rules: Rules,
     seed: int,
     rnd: int,
@@ -168,45 +173,65 @@ def start_round(
         if rules.lead == "double":
             leader = _double_leader(leader, deal_hands)
     sides, side_of = seat_sides(rules)
-    table = make_table(rules, seed, rnd, leader, lead_from, lead_tile, deal_hands, deal_boneyard,
-                       past, False, None, sides, side_of)
+    table = make_table(rules=rules, seed=seed, round=rnd, leader=leader, lead_from=lead_from,
+                       lead_tile=lead_tile, deal_hands=deal_hands, deal_boneyard=deal_boneyard,
+                       past=past, game_over=False, winner=None, sides=sides, side_of=side_of)
     return make_state(table, leader, scores, masks, deal_boneyard, (), (), ())
 
 
-def deal_next_round(state: GameState) -> GameState:
-    """From a state between rounds, deal round `round + 1` from the game's seed."""
-    table = state.table
-    rnd = table.round + 1
-    rng = round_rng(table.seed, rnd)
-    hands, boneyard = deal(table.rules, rng)
-    return start_round(table.rules, table.seed, rnd, table.lead_from, table.past, state.scores,
-                       hands, boneyard, None, rng)
+def heaviest_tile(mask: int) -> int:
+    """The tile of `mask` that leads first under `highest_double` (its highest double, else
+    its heaviest tile), or -1 for an empty mask."""
+    for tile in _LEAD_ORDER:
+        if mask >> tile & 1:
+            return tile
+    return -1
 
 
-class Outcome(NamedTuple):
-    """A settled hand before exact-target voiding: gains per side and who leads next."""
+class Settlement(NamedTuple):
+    """A finished hand, settled: what `apply` records and what a playout reports.
 
+    `end` is "domino", "blocked" or "target"; `seat` made the hand's last move and `points` is
+    what its last play keeps (0 for a draw, or when an exact target voids it); `totals` are
+    every side's scores after the hand; `winner` is the hand's winning side (None: tied, or a
+    hand ended at the target); `bonus` the bonus reported; `pips` each seat's pips; `tied` the
+    sides tied lowest in a blocked hand; `game_winner` the side that won the game, if it ended.
+    """
+
+    end: str
+    seat: int
+    points: int
+    totals: tuple[int, ...]
     winner: int | None
-    gains: tuple[int, ...]
     bonus: int
     pips: tuple[int, ...]
-    next_lead: tuple[int, ...]
+    tied: tuple[int, ...]
+    game_winner: int | None
 
 
-def settle(state: GameState, hands: tuple[int, ...], end: str, last_seat: int,
-           log: tuple[LogEntry, ...]) -> Outcome:
-    """Winner, bonus and next leaders of a hand that ended by `end` ("domino"/"blocked")."""
-    table = state.table
+def settle(table: Table, scores: tuple[int, ...] | list[int], hands: Sequence[int], end: str,
+           seat: int, points: int) -> Settlement:
+    """Settle a hand that `seat`'s last move ended by `end` ("domino", "blocked", "target").
+
+    `scores` are the totals before that move's `points` (as `play_tile` gave them: a domino's
+    as scored, which an exact target voids together with the bonus (decision 10); a blocked
+    hand's bonus or split shares are voided side by side); `hands` hold the tiles left.
+    """
     rules = table.rules
     sides, side_of = table.sides, table.side_of
-    players = rules.players
+    side = side_of[seat]
     pips = tuple(map(mask_pips, hands))
+    before = list(scores)
+    if end == "target":
+        before[side] += points
+        return Settlement(end, seat, points, tuple(before), None, 0, pips, (), side)
+    players = rules.players
     side_pips = list(pips) if len(sides) == players else [pips[a] + pips[b] for a, b in sides]
     unit, scale, rounding = rules.unit, rules.scale, rules.bonus_rounding
     gains = [0] * len(sides)
     winner: int | None
     if end == "domino":
-        winner = side_of[last_seat]
+        winner = side
         tied = [winner]
     else:
         low = min(side_pips)
@@ -233,8 +258,23 @@ def settle(state: GameState, hands: tuple[int, ...], end: str, last_seat: int,
                 share = rounded_half(pot, rounding, unit, scale)
             for s in tied:
                 gains[s] = share
-    next_lead = _next_lead(rules, table.leader, end, winner, tied, sides, pips, last_seat, log)
-    return Outcome(winner, tuple(gains), bonus, pips, next_lead)
+    if end == "domino":
+        if rules.exact and before[side] + points + gains[side] > rules.target:
+            points = gains[side] = bonus = 0
+        before[side] += points
+    else:  # the blocking play's points stand (play_tile voided them if they overshot)
+        before[side] += points
+        if rules.exact:
+            for i, gain in enumerate(gains):
+                if before[i] + gain > rules.target:
+                    gains[i] = 0
+                    if i == winner:
+                        bonus = 0
+    totals = tuple(map(add, before, gains))
+    # Positional, in field order: keywords cost a NamedTuple about 4,000 instructions, and
+    # every bot playout settles a hand.
+    return Settlement(end, seat, points, totals, winner, bonus, pips, tuple(tied),
+                      game_result(rules, totals))
 
 
 def _bonus(rules: Rules, opponents: int, own: int, total: int) -> int:
@@ -248,24 +288,26 @@ def _bonus(rules: Rules, opponents: int, own: int, total: int) -> int:
     return rules.bonus_points
 
 
-def _next_lead(rules: Rules, leader: int, end: str, winner: int | None, tied: list[int],
-               sides: tuple[tuple[int, ...], ...], pips: tuple[int, ...], last_seat: int,
-               log: tuple[LogEntry, ...]) -> tuple[int, ...]:
+def next_leaders(table: Table, settled: Settlement, log: tuple[LogEntry, ...]) -> tuple[int, ...]:
+    """The seats that may lead the next round after the hand `settled` (decision 11)."""
+    rules = table.rules
     players = rules.players
+    end = settled.end
     rule = rules.next_leader if end == "domino" else rules.blocked_next_leader
     if rule == "left":
-        return ((leader + 1) % players,)
+        return ((table.leader + 1) % players,)
     if rule == "random":
         return tuple(range(players))
     if rule == "last_player":
         return (next(e[0] for e in reversed(log) if e[1] == PLAYED),)
     if end == "domino":
-        return (last_seat,)
-    if winner is not None:
-        seats = sides[winner]
+        return (settled.seat,)
+    sides, pips = table.sides, settled.pips
+    if settled.winner is not None:
+        seats = sides[settled.winner]
         low = min(pips[s] for s in seats)
         return tuple(s for s in seats if pips[s] == low)
-    return tuple(sorted(s for side in tied for s in sides[side]))
+    return tuple(sorted(s for side in settled.tied for s in sides[side]))
 
 
 def game_result(rules: Rules, scores: tuple[int, ...]) -> int | None:
@@ -284,34 +326,47 @@ def game_result(rules: Rules, scores: tuple[int, ...]) -> int | None:
     return leaders[0] if len(leaders) == 1 else None
 
 
-def close_round(state: GameState, hands: tuple[int, ...], boneyard: tuple[int, ...],
-                nodes: Nodes, ends: Ends, log: tuple[LogEntry, ...], scores: tuple[int, ...],
-                end: str, winner: int | None, bonus: int, pips: tuple[int, ...],
-                next_lead: tuple[int, ...], game_winner: int | None,
-                events: list[Event]) -> GameState:
-    """Record the finished round: the game's final state, or one between rounds (turn None)."""
-    table = state.table
-    held = tuple(map(mask_tile_tuple, hands))
-    result = make_result(end, winner, bonus, pips, held, scores)
+def close_round(after: GameState, settled: Settlement, events: list[Event],
+                next_deal: bool = False) -> GameState:
+    """Record the finished round: the game's final state, or one between rounds (turn None),
+    or with `next_deal` the next round, dealt from the game's seed (and its `deal` event).
+
+    `after` is the position the hand's last move left (its hands, boneyard, layout and log,
+    that move included, with the round's table; its scores are replaced by the settled
+    totals), and the events of the round's end are appended to `events`.
+    """
+    table = after.table
+    totals = settled.totals
+    held = tuple(map(mask_tile_tuple, after.hand_masks))
+    result = make_result(settled.end, settled.winner, settled.bonus, settled.pips, held, totals)
+    log = after.log
     record = make_record(table.deal_hands, table.deal_boneyard, table.leader, log, result)
     past = (*table.past, record)
     events.append({
-        "type": "hand_end", "round": table.round, "end": end, "winner": winner, "bonus": bonus,
-        "pips": list(pips), "hands": [list(map(NAMES.__getitem__, h)) for h in held],
-        "totals": list(scores),
+        "type": "hand_end", "round": table.round, "end": settled.end, "winner": settled.winner,
+        "bonus": settled.bonus, "pips": list(settled.pips),
+        "hands": [list(map(NAMES.__getitem__, h)) for h in held], "totals": list(totals),
     })
+    game_winner = settled.game_winner
     if game_winner is not None:
-        events.append({"type": "game_end", "winner": game_winner, "totals": list(scores)})
+        events.append({"type": "game_end", "winner": game_winner, "totals": list(totals)})
         final = replace(table, past=past, game_over=True, winner=game_winner)
-        return make_state(final, None, scores, hands, boneyard, nodes, ends, log)
+        return make_state(final, None, totals, after.hand_masks, after.boneyard_tiles,
+                          after.nodes, after.ends, log)
+    lead_from = next_leaders(table, settled, log)
+    if next_deal:  # straight to the next round: the state between rounds is never seen
+        rnd = table.round + 1
+        rng = round_rng(table.seed, rnd)
+        hands, boneyard = deal(table.rules, rng)
+        new = start_round(rules=table.rules, seed=table.seed, rnd=rnd, lead_from=lead_from,
+                          past=past, scores=totals, deal_hands=hands, deal_boneyard=boneyard,
+                          leader=None, rng=rng)
+        events.append({"type": "deal", "round": rnd, "leader": new.table.leader})
+        return new
     between = make_table(
-        table.rules, table.seed, table.round, table.leader, next_lead, table.lead_tile,
-        table.deal_hands, table.deal_boneyard, past, False, None, table.sides, table.side_of,
-    )
-    return make_state(between, None, scores, hands, boneyard, nodes, ends, log)
-
-
-def may_draw(rules: Rules, boneyard: tuple[int, ...]) -> bool:
-    """Whether a seat that cannot play may draw now."""
-    return rules.draw == "until_playable" and len(boneyard) > rules.boneyard_reserve
-
+        rules=table.rules, seed=table.seed, round=table.round, leader=table.leader,
+        lead_from=lead_from, lead_tile=table.lead_tile, deal_hands=table.deal_hands,
+        deal_boneyard=table.deal_boneyard, past=past, game_over=False, winner=None,
+        sides=table.sides, side_of=table.side_of)
+    return make_state(between, None, totals, after.hand_masks, after.boneyard_tiles, after.nodes,
+                      after.ends, log)

@@ -1,7 +1,8 @@
 """Rule options, the named presets of rules.md §7 and their validation (§9).
 
 `rules_from_spec(spec, players)` resolves a preset name or `{"preset": name, **overrides}`
-into a frozen `Rules` for one player count. Imports only `engine.errors`.
+into a frozen `Rules` for one player count. Imports only `engine.errors` and `engine.scoring`
+(for the points table the kernel reads).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from engine.errors import InvalidRules
+from engine.scoring import play_points
 
 DEFAULT_PRESET = "all-fives"
 
@@ -119,7 +121,11 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
 """Every preset of rules.md §7 by name: its full option set (per-count options keyed "2".."4")."""
 
 
-@dataclass(frozen=True, slots=True)
+MAX_END_TOTAL = 28 * 12
+"""No layout shows more: 28 tiles, none adding more than 12 to the end total."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rules:
     """Rules fully resolved for one player count (per-count options are plain ints)."""
 
@@ -151,13 +157,19 @@ class Rules:
     drawing: bool = field(init=False, repr=False, compare=False)
     unit: int = field(init=False, repr=False, compare=False)
     """The scoring unit pip counts are rounded to: 3 under `threes`, else 5."""
+    points_by_total: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    """points_by_total[t]: what a play scores when the ends count t; empty under `matching`,
+    whose points depend on the ends themselves (engine.kernel reads it on every play)."""
 
     def __post_init__(self) -> None:
+        scoring, scale = self.scoring, self.scale
         derived = {
             "all_four_first": self.spinner_opening == "all_four_first",
             "exact": self.game_end == "exact",
             "drawing": self.draw == "until_playable",
-            "unit": 3 if self.scoring == "threes" else 5,
+            "unit": 3 if scoring == "threes" else 5,
+            "points_by_total": () if scoring == "matching" else tuple(
+                play_points(scoring, scale, total, ()) for total in range(MAX_END_TOTAL + 1)),
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)

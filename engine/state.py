@@ -2,14 +2,22 @@
 
 `GameState` holds what changes move by move (turn, scores, hands, boneyard, layout,
 the round's log); `Table` holds what changes only between rounds (rules, seats, the
-round's deal, finished rounds, the game's result). The `make_*` functions build these
-frozen records on the hot path by setting their slots directly (the dataclass initialiser
-costs about twice as much). Imports only engine modules.
+round's deal, finished rounds, the game's result). Both are frozen keyword records.
+
+The `make_*` functions build these records on the hot path. Each fills an unfrozen twin
+class with the same slots by plain attribute stores, then sets the instance's `__class__`
+to the record (allowed because the layouts are identical); what comes out is an ordinary
+frozen record. Measured with callgrind, a `GameState` costs about 4,100 instructions this
+way, 7,800 through the slots' `__set__` wrappers, and twice that through the dataclass
+initialiser. `make_table` takes keywords; `make_state`, called for every move, takes
+GameState's fields positionally, in field order (keywords cost it about 65 ns, some 2.5 %
+of an `apply` inside a hand). Imports only engine modules.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from engine.layout import Ends, Nodes
 from engine.rules import Rules
@@ -43,7 +51,7 @@ class RoundRecord:
     result: HandResult | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Table:
     """What stays fixed during a round."""
 
@@ -64,7 +72,7 @@ class Table:
     side_of: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GameState:
     """A position. Hands are bitmasks over tile indexes; see engine.layout for the layout."""
 
@@ -124,85 +132,88 @@ class GameState:
         return tuple(r.result for r in self.table.past if r.result is not None)
 
 
+def _twin(record: type) -> Any:
+    """An unfrozen class with `record`'s slots: an instance filled with plain slot stores
+    becomes a `record` by assigning its `__class__` (the layouts are the same)."""
+    return type(f"_{record.__name__}Slots", (), {"__slots__": record.__dict__["__slots__"]})
+
+
 _new = object.__new__
-_set_table = GameState.__dict__["table"].__set__
-_set_turn = GameState.__dict__["turn"].__set__
-_set_scores = GameState.__dict__["scores"].__set__
-_set_hands = GameState.__dict__["hand_masks"].__set__
-_set_boneyard = GameState.__dict__["boneyard_tiles"].__set__
-_set_nodes = GameState.__dict__["nodes"].__set__
-_set_ends = GameState.__dict__["ends"].__set__
-_set_log = GameState.__dict__["log"].__set__
-(_r_end, _r_winner, _r_bonus, _r_pips, _r_hands, _r_totals) = (
-    HandResult.__dict__[name].__set__ for name in HandResult.__slots__)
-(_rr_hands, _rr_boneyard, _rr_leader, _rr_moves, _rr_result) = (
-    RoundRecord.__dict__[name].__set__ for name in RoundRecord.__slots__)
-(_t_rules, _t_seed, _t_round, _t_leader, _t_lead_from, _t_lead_tile, _t_deal_hands,
- _t_deal_boneyard, _t_past, _t_game_over, _t_winner, _t_sides, _t_side_of) = (
-    Table.__dict__[name].__set__ for name in Table.__slots__)
+_StateSlots = _twin(GameState)
+_TableSlots = _twin(Table)
+_ResultSlots = _twin(HandResult)
+_RecordSlots = _twin(RoundRecord)
 
 
 def make_state(
     table: Table, turn: int | None, scores: tuple[int, ...], hand_masks: tuple[int, ...],
     boneyard_tiles: tuple[int, ...], nodes: Nodes, ends: Ends, log: tuple[LogEntry, ...],
 ) -> GameState:
-    """`GameState(...)` without the dataclass initialiser's per-field lookups (hot path)."""
-    state: GameState = _new(GameState)
-    _set_table(state, table)
-    _set_turn(state, turn)
-    _set_scores(state, scores)
-    _set_hands(state, hand_masks)
-    _set_boneyard(state, boneyard_tiles)
-    _set_nodes(state, nodes)
-    _set_ends(state, ends)
-    _set_log(state, log)
-    return state
+    """`GameState(...)`, fast (every move): slots filled on a twin, then the class set."""
+    state = _new(_StateSlots)
+    state.table = table
+    state.turn = turn
+    state.scores = scores
+    state.hand_masks = hand_masks
+    state.boneyard_tiles = boneyard_tiles
+    state.nodes = nodes
+    state.ends = ends
+    state.log = log
+    state.__class__ = GameState
+    made: GameState = state
+    return made
 
 
 def make_table(
-    rules: Rules, seed: int, round: int, leader: int, lead_from: tuple[int, ...],
+    *, rules: Rules, seed: int, round: int, leader: int, lead_from: tuple[int, ...],
     lead_tile: int, deal_hands: tuple[tuple[int, ...], ...], deal_boneyard: tuple[int, ...],
     past: tuple[RoundRecord, ...], game_over: bool, winner: int | None,
     sides: tuple[tuple[int, ...], ...], side_of: tuple[int, ...],
 ) -> Table:
-    """`Table(...)` without the dataclass initialiser's per-field lookups (once or twice a hand)."""
-    table: Table = _new(Table)
-    _t_rules(table, rules)
-    _t_seed(table, seed)
-    _t_round(table, round)
-    _t_leader(table, leader)
-    _t_lead_from(table, lead_from)
-    _t_lead_tile(table, lead_tile)
-    _t_deal_hands(table, deal_hands)
-    _t_deal_boneyard(table, deal_boneyard)
-    _t_past(table, past)
-    _t_game_over(table, game_over)
-    _t_winner(table, winner)
-    _t_sides(table, sides)
-    _t_side_of(table, side_of)
-    return table
+    """`Table(...)`, fast (once or twice a hand): slots filled on a twin, then the class set."""
+    table = _new(_TableSlots)
+    table.rules = rules
+    table.seed = seed
+    table.round = round
+    table.leader = leader
+    table.lead_from = lead_from
+    table.lead_tile = lead_tile
+    table.deal_hands = deal_hands
+    table.deal_boneyard = deal_boneyard
+    table.past = past
+    table.game_over = game_over
+    table.winner = winner
+    table.sides = sides
+    table.side_of = side_of
+    table.__class__ = Table
+    made: Table = table
+    return made
 
 
 def make_result(end: str, winner: int | None, bonus: int, pips: tuple[int, ...],
                 hands: tuple[tuple[int, ...], ...], totals: tuple[int, ...]) -> HandResult:
-    """`HandResult(...)` without the dataclass initialiser's per-field lookups (once a hand)."""
-    result: HandResult = _new(HandResult)
-    _r_end(result, end)
-    _r_winner(result, winner)
-    _r_bonus(result, bonus)
-    _r_pips(result, pips)
-    _r_hands(result, hands)
-    _r_totals(result, totals)
-    return result
+    """`HandResult(...)`, fast (once a hand): slots filled on a twin, then the class set."""
+    result = _new(_ResultSlots)
+    result.end = end
+    result.winner = winner
+    result.bonus = bonus
+    result.pips = pips
+    result.hands = hands
+    result.totals = totals
+    result.__class__ = HandResult
+    made: HandResult = result
+    return made
 
 
 def make_record(hands: tuple[tuple[int, ...], ...], boneyard: tuple[int, ...], leader: int,
                 moves: tuple[LogEntry, ...], result: HandResult | None) -> RoundRecord:
-    """`RoundRecord(...)` without the dataclass initialiser's per-field lookups (once a hand)."""
-    record: RoundRecord = _new(RoundRecord)
-    _rr_hands(record, hands)
-    _rr_boneyard(record, boneyard)
-    _rr_leader(record, leader)
-    _rr_moves(record, moves)
-    _rr_result(record, result)
-    return record
+    """`RoundRecord(...)`, fast (once a hand): slots filled on a twin, then the class set."""
+    record = _new(_RecordSlots)
+    record.hands = hands
+    record.boneyard = boneyard
+    record.leader = leader
+    record.moves = moves
+    record.result = result
+    record.__class__ = RoundRecord
+    made: RoundRecord = record
+    return made

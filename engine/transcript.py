@@ -96,8 +96,9 @@ def _start(state: GameState | None, spec: Any, players: int, rnd: object) -> Gam
     table = state.table
     rules: Rules = table.rules
     dealt, rest = check_deal(rules, hands, boneyard)
-    return start_round(rules, table.seed, table.round + 1, table.lead_from, table.past,
-                       state.scores, dealt, rest, leader)
+    return start_round(rules=rules, seed=table.seed, rnd=table.round + 1,
+                       lead_from=table.lead_from, past=table.past, scores=state.scores,
+                       deal_hands=dealt, deal_boneyard=rest, leader=leader)
 
 
 def _parse_move(data: object, players: int) -> tuple[int, Any]:

@@ -1,19 +1,42 @@
-"""What one seat (or a spectator) may see: `view` and `redact_events`.
+"""What one seat (or a spectator) may see, and positions rebuilt from it.
 
-A view is plain data and never holds another seat's tile or a boneyard tile; finished
-rounds reveal their hands. Imports only engine modules.
+`view` shows a position to one seat and `redact_events` its events; a view is plain data and
+never holds another seat's tile or a boneyard tile; finished rounds reveal their hands.
+
+`determinize(view, hands, boneyard)` goes the other way: the `GameState` that shows `view`,
+with the tiles the view hides dealt as given, so that a simulation of the rest of the hand
+(engine.playout) runs through the rules themselves. `public_state(view)` is that position
+with nothing hidden dealt yet (other hands empty, no boneyard), built once, and
+`with_hidden(public, hands, boneyard)` deals it, cheaply and without checks. The layout is
+rebuilt by playing the view's tiles through engine.kernel `play_tile` (`layout_steps`).
+A rebuilt state knows only the current hand: its table has no earlier rounds, no deal and
+seed 0, and a draw another seat made is logged with tile -1, so it is for simulating the
+hand, not for transcripts. Imports only engine modules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from engine.errors import InvalidNotation
+from engine.errors import EngineError, InvalidNotation, InvalidTranscript
 from engine.game import legal_moves
-from engine.layout import end_total
+from engine.kernel import play_tile
+from engine.layout import Ends, Nodes, end_index, end_total
 from engine.moves import move_to_data
-from engine.state import DREW, PLAYED, GameState, HandResult, LogEntry
-from engine.tiles import NAMES, mask_tiles
+from engine.rounds import heaviest_tile, seat_sides
+from engine.rules import DEFAULT_PRESET, Rules, rules_from_spec
+from engine.state import (
+    DREW,
+    PASSED,
+    PLAYED,
+    GameState,
+    HandResult,
+    LogEntry,
+    make_state,
+    make_table,
+)
+from engine.tiles import FULL_SET, NAMES, mask_tiles, tile_index
 
 
 def rules_summary(state: GameState) -> dict[str, object]:
@@ -101,3 +124,143 @@ def redact_events(
             event = {k: v for k, v in event.items() if k != "tile"}
         out.append(event)
     return out
+
+
+def _bad(message: str) -> InvalidTranscript:
+    return InvalidTranscript("bad_state", f"the view describes no position: {message}")
+
+
+def view_rules(view: Mapping[str, Any]) -> Rules:
+    """The resolved rules a view shows (its `rules.spec`, else its preset)."""
+    shown = view.get("rules") or {}
+    spec = shown.get("spec", shown.get("preset", DEFAULT_PRESET))
+    return rules_from_spec(spec if isinstance(spec, Mapping) else str(spec), int(view["players"]))
+
+
+def layout_steps(rules: Rules, layout: Sequence[Mapping[str, Any]]) -> list[tuple[Nodes, Ends]]:
+    """The layout after each tile of a view's `layout` (entry k: after k tiles), every tile
+    played through the kernel on the end its entry names; raises `InvalidTranscript`
+    (bad_state) for a layout the rules could not have built."""
+    nodes: Nodes = ()
+    ends: Ends = ()
+    steps = [(nodes, ends)]
+    for k, entry in enumerate(layout):
+        tile = tile_index(entry["tile"])
+        parent = entry.get("parent")
+        if parent is None:
+            if k:
+                raise _bad(f"layout tile {k} names no parent")
+            index = -1
+        else:
+            index = end_index(ends, int(parent), str(entry.get("side")))
+            if index < 0:
+                raise _bad(f"layout tile {k} covers no open end")
+        node, ends, _, _, _ = play_tile(rules, nodes, ends, index, tile)
+        shown = (tile, parent, entry.get("side"), entry.get("inner"), bool(entry.get("spinner")))
+        if node != shown:
+            raise _bad(f"layout tile {k} is not where the rules put it")
+        nodes = (*nodes, node)
+        steps.append((nodes, ends))
+    return steps
+
+
+def _log(history: Sequence[Mapping[str, Any]]) -> tuple[LogEntry, ...]:
+    log: list[LogEntry] = []
+    for entry in history:
+        seat = int(entry["seat"])
+        if "play" in entry:
+            on = entry.get("on")
+            log.append((seat, PLAYED, tile_index(entry["play"]),
+                        -1 if on is None else tile_index(on), int(entry.get("points", 0)),
+                        int(entry.get("end_total", 0))))
+        elif "draw" in entry:
+            drawn = entry.get("tile")
+            log.append((seat, DREW, -1 if drawn is None else tile_index(drawn), -1, 0, -1))
+        else:
+            log.append((seat, PASSED, -1, -1, 0, -1))
+    return tuple(log)
+
+
+def public_state(view: Mapping[str, Any],
+                 steps: Sequence[tuple[Nodes, Ends]] | None = None) -> GameState:
+    """The position `view` shows, with the viewer's hand and nothing hidden dealt: the other
+    hands are empty and the boneyard too (`with_hidden` deals them). `steps` is the view's
+    `layout_steps` when the caller has them. Raises `InvalidTranscript` (bad_state) when the
+    view does not describe a position."""
+    try:
+        rules = view_rules(view)
+        seat = view.get("seat")
+        players = rules.players
+        hands = [0] * players
+        if seat is not None:
+            for name in view.get("hand") or ():
+                hands[int(seat)] |= 1 << tile_index(name)
+        if steps is None:
+            steps = layout_steps(rules, view.get("layout") or [])
+        nodes, ends = steps[-1]
+        shown = [(e["node"], e["side"], e["value"], e["count"]) for e in view.get("ends") or ()]
+        if shown != [(e[0], e[1], e[2], e[2] * e[3]) for e in ends]:
+            raise _bad("its open ends are not the layout's")
+        sides, side_of = seat_sides(rules)
+        leader = int(view["leader"])
+        turn = view.get("turn")
+        table = make_table(
+            rules=rules, seed=0, round=int(view.get("round", 0)), leader=leader,
+            lead_from=(leader,), lead_tile=-1, deal_hands=(), deal_boneyard=(), past=(),
+            game_over=bool(view.get("game_over")), winner=view.get("winner"), sides=sides,
+            side_of=side_of)
+        return make_state(table, None if turn is None else int(turn),
+                          tuple(int(x) for x in view["scores"]), tuple(hands), (), nodes, ends,
+                          _log(view.get("history") or []))
+    except EngineError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise _bad(str(exc)) from exc
+
+
+def with_hidden(public: GameState, hands: Sequence[int], boneyard: Sequence[int]) -> GameState:
+    """`public` (from `public_state`) with every seat's hand (bitmasks) and the boneyard (in
+    drawing order) as given; no checks (see `determinize`)."""
+    table = public.table
+    if not public.nodes and table.round == 0 and table.rules.first_leader == "highest_double":
+        lead_tile = heaviest_tile(hands[table.leader])  # round 1's leader leads its heaviest
+        if lead_tile != table.lead_tile:
+            table = make_table(
+                rules=table.rules, seed=table.seed, round=table.round, leader=table.leader,
+                lead_from=table.lead_from, lead_tile=lead_tile, deal_hands=table.deal_hands,
+                deal_boneyard=table.deal_boneyard, past=table.past, game_over=table.game_over,
+                winner=table.winner, sides=table.sides, side_of=table.side_of)
+    return make_state(table, public.turn, public.scores, tuple(hands), tuple(boneyard),
+                      public.nodes, public.ends, public.log)
+
+
+def determinize(view: Mapping[str, Any], hands: Sequence[int],
+                boneyard: Sequence[int]) -> GameState:
+    """The `GameState` that shows `view` to its seat, with `hands` (every seat's tiles as a
+    bitmask) and `boneyard` (tile indexes, the next draw first) for the tiles it hides.
+
+    Raises `InvalidTranscript` (bad_state) when the view describes no position, or the deal
+    does not fit it: the viewer's hand, every hand's size, the boneyard's size, and each of
+    the 28 tiles exactly once, on the layout, in a hand or in the boneyard.
+    """
+    public = public_state(view)
+    players = public.table.rules.players
+    if len(hands) != players:
+        raise _bad(f"{len(hands)} hands for {players} seats")
+    seat = view.get("seat")
+    if seat is not None and hands[int(seat)] != public.hand_masks[int(seat)]:
+        raise _bad("the viewer's hand is not the one given")
+    counts = [int(c) for c in view["hand_counts"]]
+    if [h.bit_count() for h in hands] != counts or len(boneyard) != int(view["boneyard"]):
+        raise _bad("the hands or the boneyard are not the sizes the view shows")
+    seen = 0
+    for n in public.nodes:
+        seen |= 1 << n[0]
+    placed = seen.bit_count()
+    for h in hands:
+        seen |= h
+    for t in boneyard:
+        seen |= 1 << t
+    if seen != FULL_SET or placed + sum(counts) + len(boneyard) != 28:
+        raise _bad("the 28 tiles are not each dealt once")
+    return with_hidden(public, hands, boneyard)

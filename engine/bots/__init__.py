@@ -8,7 +8,11 @@ of the legal moves that view lists. Levels (`BOT_LEVELS`):
 - `strong`: determinized Monte Carlo over the hidden tiles (engine.bots.search),
   `think_ms` (default 300) and `samples` (default 2000) budgets;
 - `strong-fast`: the same search with smaller budgets (60 ms, 250 samples).
-Imports only `engine.moves`, `engine.tiles` and `engine.rules` (never engine.state).
+What is the bots' own is what a seat knows of the hidden tiles (engine.bots.knowledge),
+sampling deals of them (engine.bots.sampler), the likelihood of the other seats' choices and
+the search; the positions they simulate are the engine's `GameState`s, rebuilt from the view
+(engine.views) and played through the rules kernel (engine.playout). Imports only engine
+modules.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ def choose_move(
     if level == "random" or len(legal) == 1:
         return random_move(view, rng)
     try:
-        knowledge = Knowledge.from_view(view)
+        knowledge = Knowledge.from_view(view, infer=level != "greedy")
         ranking = greedy_ranking(knowledge)
     except ModelError:
         return random_move(view, rng)

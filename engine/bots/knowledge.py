@@ -1,15 +1,16 @@
 """What one seat knows, read from its `view(...)` dict and nothing else.
 
-`Knowledge.from_view` rebuilds the layout as a `Table`, lists the tiles the seat has
-not seen, and turns the public history into constraints on the hidden tiles: a seat
-that drew or passed held no tile fitting the ends then open (and a tile it drew and
-kept did not fit either). Each hidden tile of another seat gets a *slot* with the
-tiles it cannot be; the last tiles a seat drew are assumed to be the ones it still
-holds, which is the loosest reading, so the real deal always satisfies the slots.
-It also records each free choice of play the other seats made (`Observation`), so a
-deal can be weighed by how well it explains them (`Knowledge.log_likelihood`).
-Imports `engine.tiles`, `engine.moves` and `engine.bots.table` (plus `engine.rules`
-when a view does not spell out a resolved option).
+`Knowledge.from_view` rebuilds the position the view shows as the engine's own `GameState`
+(engine.views `public_state`: the layout played through the rules kernel, the seat's hand,
+nothing hidden dealt yet), lists the tiles the seat has not seen, and turns the public history
+into constraints on the hidden tiles: a seat that drew or passed held no tile fitting the ends
+then open (and a tile it drew and kept did not fit either). Each hidden tile of another seat
+gets a *slot* with the tiles it cannot be; the last tiles a seat drew are assumed to be the
+ones it still holds, which is the loosest reading, so the real deal always satisfies the
+slots. It also records each free choice of play the other seats made (`Observation`), scored
+by the kernel at the layout of the time, so a deal can be weighed by how well it explains them
+(`Knowledge.log_likelihood`). `Knowledge.deal` turns one sampled deal into the full
+`GameState` the search plays out. Imports only engine modules.
 """
 
 from __future__ import annotations
@@ -19,81 +20,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.bots.table import ARM, HUB, LEAD, VALUES_TILES, SimMove, SimRules, Table
-from engine.moves import Draw, Move, Pass, Play, move_from_data
-from engine.tiles import DOUBLES_MASK, FULL_SET, HIGH, IS_DOUBLE, LOW, PIPS, tile_index
+from engine.errors import EngineError
+from engine.game import resolve_play
+from engine.kernel import open_ends, play_tile
+from engine.layout import Ends, Nodes, end_index, open_mask
+from engine.moves import Move, Play, move_from_data
+from engine.rules import Rules
+from engine.state import GameState
+from engine.tiles import DOUBLES_MASK, FULL_SET, HIGH, IS_DOUBLE, PIPS, VALUE_MASK, tile_index
+from engine.views import layout_steps, public_state, view_rules, with_hidden
 
 
 class ModelError(Exception):
-    """The view describes a layout this model cannot follow (the bot falls back)."""
+    """The view describes a position this model cannot follow (the bot falls back)."""
 
 
 Slot = tuple[int, int]
 """(seat, forbidden tiles bitmask) for one hidden tile of another seat."""
-
-
-def _resolved(view: Mapping[str, Any]) -> dict[str, Any]:
-    rules = dict(view.get("rules") or {})
-    needed = (
-        "scoring", "scale", "spinners", "spinner_opening", "lead", "draw",
-        "boneyard_reserve", "bonus", "bonus_points", "bonus_rounding", "blocked_bonus",
-        "blocked_tie", "target", "game_end", "first_leader",
-    )
-    if any(key not in rules or isinstance(rules[key], Mapping) for key in needed):
-        from engine.rules import rules_from_spec
-
-        spec = rules.get("spec", rules.get("preset", "all-fives"))
-        resolved = rules_from_spec(spec if isinstance(spec, Mapping) else str(spec),
-                                   int(view["players"]))
-        for key in needed:
-            rules[key] = getattr(resolved, key)
-    return rules
-
-
-def sim_rules(view: Mapping[str, Any]) -> SimRules:
-    """The playout options of the view's rules."""
-    r = _resolved(view)
-    return SimRules(
-        players=int(view["players"]),
-        sides=tuple(tuple(int(s) for s in side) for side in view["sides"]),
-        scoring=str(r["scoring"]),
-        scale=int(r["scale"]),
-        spinners=str(r["spinners"]),
-        all_four_first=r["spinner_opening"] == "all_four_first",
-        lead_double=r["lead"] == "double",
-        draw=r["draw"] == "until_playable",
-        reserve=int(r["boneyard_reserve"]),
-        bonus=str(r["bonus"]),
-        bonus_points=int(r["bonus_points"]),
-        nearest=r["bonus_rounding"] == "nearest",
-        blocked_bonus=bool(r["blocked_bonus"]),
-        blocked_split=r["blocked_tie"] == "split",
-        target=int(r["target"]),
-        exact=r["game_end"] == "exact",
-    )
-
-
-def _attach(table: Table, node: Mapping[str, Any], rules: SimRules) -> None:
-    tile = tile_index(node["tile"])
-    parent = node.get("parent")
-    spinner = bool(node.get("spinner", False))
-    if parent is None:
-        table.play(tile, LEAD, 0, rules, spinner)
-        return
-    kind, idx = locate(table, tile, int(parent))
-    table.play(tile, kind, idx, rules, spinner)
-
-
-def locate(table: Table, tile: int, parent: int) -> tuple[int, int]:
-    """The open end of layout node `parent` that takes `tile`."""
-    a, b = HIGH[tile], LOW[tile]
-    for j, h in enumerate(table.hubs):
-        if h[4] == parent and (h[0] == a or h[0] == b):
-            return HUB, j
-    for i, e in enumerate(table.ends):
-        if e[3] == parent and (e[0] == a or e[0] == b):
-            return ARM, i
-    raise ModelError(f"no open end of layout tile {parent} takes tile {tile}")
 
 
 def _heavier(tile: int, lead: int) -> bool:
@@ -105,7 +48,7 @@ def _heavier(tile: int, lead: int) -> bool:
     return (PIPS[tile], HIGH[tile]) > (PIPS[lead], HIGH[lead])
 
 
-def inference_strength(rules: SimRules) -> float:
+def inference_strength(rules: Rules) -> float:
     """How strongly players are assumed to prefer points (per point, in the softmax)."""
     if rules.scoring == "fives":
         return rules.scale / 5
@@ -133,34 +76,59 @@ class Observation:
     later: int = 0
 
 
-def _observe(table: Table, seat: int, tile: int, kind: int, idx: int, rules: SimRules,
+def _observe(rules: Rules, nodes: Nodes, ends: Ends, seat: int, tile: int, index: int,
              beta: float) -> Observation:
+    """The choice of `tile` on `ends[index]`, each play scored by the kernel as it stood."""
     weights = [0.0] * 28
-    fits = table.playable_tiles(rules)
-    for t in range(28):
-        if fits >> t & 1:
-            weights[t] = sum(math.exp(beta * table.points_after(t, k, i, rules))
-                             for k, i in table.targets(t, rules))
-    chosen = beta * table.points_after(tile, kind, idx, rules)
+    placed = 0
+    for node in nodes:
+        placed |= 1 << node[0]
+    exp = math.exp
+    for i in open_ends(ends, rules.all_four_first):
+        fits = VALUE_MASK[ends[i][2]] & ~placed
+        while fits:
+            bit = fits & -fits
+            fits ^= bit
+            t = bit.bit_length() - 1
+            weights[t] += exp(beta * play_tile(rules, nodes, ends, i, t)[3])
+    chosen = beta * play_tile(rules, nodes, ends, index, tile)[3]
     return Observation(seat, tile, chosen, weights)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Knowledge:
     """A seat's knowledge of the current hand."""
 
-    rules: SimRules
+    position: GameState
+    """The position the view shows: the seat's hand, the other hands and the boneyard empty."""
     seat: int
     hand: int
-    table: Table
-    node_tiles: list[int]
     hand_counts: list[int]
     boneyard: int
-    scores: list[int]
     unseen: int
     slots: list[Slot]
     legal: list[Move]
     observations: list[Observation] = field(default_factory=list)
+
+    @property
+    def rules(self) -> Rules:
+        return self.position.table.rules
+
+    @property
+    def scores(self) -> tuple[int, ...]:
+        return self.position.scores
+
+    def deal(self, hands: Sequence[int], boneyard: Sequence[int]) -> GameState:
+        """The full position for one deal of the hidden tiles (every seat's hand as a
+        bitmask, the boneyard in drawing order)."""
+        return with_hidden(self.position, hands, boneyard)
+
+    def play_index(self, move: Play) -> int:
+        """The end a legal play takes (-1 for the lead), as `apply` resolves it."""
+        try:
+            return resolve_play(self.position, self.seat, move)[0]
+        except EngineError as exc:
+            raise ModelError(f"{move} is not a play here: {exc.message}") from None
 
     def log_likelihood(self, hands: Sequence[int]) -> float:
         """How well a deal explains the other seats' choices (log, up to a constant)."""
@@ -177,27 +145,34 @@ class Knowledge:
         return total
 
     @classmethod
-    def from_view(cls, view: Mapping[str, Any]) -> Knowledge:
-        rules = sim_rules(view)
+    def from_view(cls, view: Mapping[str, Any], infer: bool = True) -> Knowledge:
+        """What the seat whose `view` this is knows; without `infer`, no `observations`."""
         seat = view["seat"]
         if seat is None or view.get("hand") is None:
             raise ModelError("a spectator view has no hand to play")
-        hand = 0
-        for name in view["hand"]:
-            hand |= 1 << tile_index(name)
         layout: Sequence[Mapping[str, Any]] = view.get("layout") or []
         history: Sequence[Mapping[str, Any]] = view.get("history") or []
-        table = Table()
+        try:
+            rules = view_rules(view)
+            steps = layout_steps(rules, layout)
+            position = public_state(view, steps)
+        except EngineError as exc:
+            raise ModelError(exc.message) from None
+        seat = int(seat)
+        hand = position.hand_masks[seat]
+        lead_double = rules.lead == "double"
+        four_first = rules.all_four_first
         events: dict[int, list[tuple[int, int]]] = {}
         kept: dict[int, list[int]] = {}
         played = 0
         lead_draws = False
         first_lead = -1
-        beta = inference_strength(rules)
+        beta = inference_strength(rules) if infer else 0.0
         observations: list[Observation] = []
         plays: list[tuple[int, int]] = []
         for i, entry in enumerate(history):
             s = int(entry["seat"])
+            nodes, ends = steps[min(played, len(layout))]
             if "play" in entry:
                 if played >= len(layout):
                     raise ModelError("history has more plays than the layout")
@@ -209,36 +184,31 @@ class Knowledge:
                     prev = history[i - 1] if i else None
                     drawn = prev is not None and "draw" in prev and int(prev["seat"]) == s
                     if beta and s != seat and not drawn:
-                        parent = layout[played].get("parent")
-                        if parent is not None:
-                            kind, idx = locate(table, tile, int(parent))
-                            observations.append(_observe(table, s, tile, kind, idx, rules, beta))
-                            observations[-1].later = len(plays)
-                _attach(table, layout[played], rules)
+                        node = layout[played]
+                        index = end_index(ends, int(node["parent"]), str(node["side"]))
+                        observations.append(
+                            _observe(rules, nodes, ends, s, tile, index, beta))
+                        observations[-1].later = len(plays)
                 played += 1
                 continue
-            if table.empty:
-                forbid = DOUBLES_MASK if rules.lead_double else 0
+            if not nodes:
+                forbid = DOUBLES_MASK if lead_double else 0
                 lead_draws = lead_draws or "draw" in entry
             else:
-                forbid = VALUES_TILES[table.playable_values(rules)]
+                forbid = open_mask(ends, four_first)
             events.setdefault(s, []).append((i, forbid))
             if "draw" in entry:
                 nxt = history[i + 1] if i + 1 < len(history) else None
                 if not (nxt is not None and "play" in nxt and int(nxt["seat"]) == s):
                     kept.setdefault(s, []).append(i)
-        if played != len(layout):
-            for node in layout[played:]:
-                _attach(table, node, rules)
-        node_tiles = [tile_index(n["tile"]) for n in layout]
         on_table = 0
-        for t in node_tiles:
-            on_table |= 1 << t
+        for node_entry in position.nodes:
+            on_table |= 1 << node_entry[0]
         initial_forbid = DOUBLES_MASK if lead_draws else 0
         if (
-            int(view.get("round", 0)) == 0
-            and _resolved(view)["first_leader"] == "highest_double"
-            and not rules.lead_double
+            position.table.round == 0
+            and rules.first_leader == "highest_double"
+            and not lead_double
             and first_lead >= 0
             and history
             and "play" in history[0]
@@ -271,36 +241,13 @@ class Knowledge:
                     ob.later |= 1 << t
         legal = [move_from_data(d) for d in view.get("legal") or []]
         return cls(
-            rules=rules,
-            seat=int(seat),
+            position=position,
+            seat=seat,
             hand=hand,
-            table=table,
-            node_tiles=node_tiles,
             hand_counts=counts,
             boneyard=int(view["boneyard"]),
-            scores=[int(x) for x in view["scores"]],
             unseen=FULL_SET & ~hand & ~on_table,
             slots=slots,
             legal=legal,
             observations=observations,
         )
-
-    def sim_move(self, move: Move) -> SimMove | None:
-        """The table form of a legal `Play` (None for draws and passes)."""
-        if isinstance(move, Draw | Pass):
-            return None
-        assert isinstance(move, Play)
-        tile = move.tile.index
-        if move.on is None:
-            if self.table.empty:
-                return (tile, LEAD, 0)
-            targets = self.table.targets(tile, self.rules)
-            if not targets:
-                raise ModelError(f"tile {tile} fits no end")
-            return (tile, *targets[0])
-        try:
-            parent = self.node_tiles.index(move.on.index)
-        except ValueError:
-            raise ModelError(f"tile {move.on} is not on the layout") from None
-        kind, idx = locate(self.table, tile, parent)
-        return (tile, kind, idx)

@@ -1,12 +1,13 @@
 """The strong bot: determinized Monte Carlo over deals of the hidden tiles.
 
-For each sampled deal (engine.bots.sampler) every candidate move is played, then the
-hand is played out with every seat greedy (engine.bots.playout). A candidate's value
-is its side's points minus the mean of the other sides' points, bonus included (a
-game won during the hand outweighs any points). Every candidate sees the same deals.
-The search stops at the sample budget or at the time budget, whichever comes first;
-with the clock out of the way it is a pure function of (view, seed).
-Imports only `engine.moves` and `engine.bots`.
+For each sampled deal (engine.bots.sampler) the seat's knowledge gives the full `GameState`
+(`Knowledge.deal`), and every candidate play is evaluated by engine.playout `finish_hand`:
+the candidate, then the hand played out with every seat greedy, through the same rules
+kernel and settlement as `apply`. A candidate's value is its side's points minus the mean of
+the other sides' points, bonus included (a game won during the hand outweighs any points).
+Every candidate sees the same deals. The search stops at the sample budget or at the time
+budget, whichever comes first; with the clock out of the way it is a pure function of
+(view, seed). Imports only engine modules.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ import random
 import time
 
 from engine.bots.knowledge import Knowledge
-from engine.bots.playout import finish_hand, playout
 from engine.bots.sampler import sample_deal
-from engine.bots.table import SimMove
-from engine.moves import Move
+from engine.moves import Move, Play
+from engine.playout import GREEDY, finish_hand
+from engine.state import GameState
+
+WIN = 1000
+"""What winning the game during the hand adds to a side's points."""
 
 
 def _value(gains: list[int], side: int) -> float:
@@ -29,30 +33,14 @@ def _value(gains: list[int], side: int) -> float:
     return gains[side] - sum(others) / len(others)
 
 
-def evaluate(knowledge: Knowledge, move: SimMove, hands: list[int], boneyard: list[int]) -> float:
-    """The value of playing `move` then playing the hand out greedily (hands are consumed)."""
-    rules = knowledge.rules
-    side_of = rules.side_of()
-    seat = knowledge.seat
-    side = side_of[seat]
-    table = knowledge.table.copy()
-    scores = knowledge.scores[:]
-    start = scores[:]
-    tile, kind, idx = move
-    pts = table.points_after(tile, kind, idx, rules)
-    hands[seat] &= ~(1 << tile)
-    if not hands[seat]:
-        gains = finish_hand(hands, scores, start, rules, side_of, seat, pts)
-        return _value(gains, side)
-    if rules.exact and scores[side] + pts > rules.target:
-        pts = 0
-    table.play(tile, kind, idx, rules)
-    scores[side] += pts
-    if rules.exact and pts and scores[side] == rules.target:
-        return 1000.0 + pts
-    later = playout(table, hands, boneyard, (seat + 1) % rules.players, scores, rules, side_of)
-    later[side] += pts
-    return _value(later, side)
+def evaluate(knowledge: Knowledge, move: Play, state: GameState) -> float:
+    """The value of playing `move` in `state` (one deal of the hidden tiles, from
+    `Knowledge.deal`) and then playing the hand out greedily."""
+    settled = finish_hand(state, GREEDY, first=move)
+    gains = [t - s for t, s in zip(settled.totals, state.scores, strict=True)]
+    if settled.game_winner is not None:
+        gains[settled.game_winner] += WIN
+    return _value(gains, state.table.side_of[knowledge.seat])
 
 
 def search_move(
@@ -73,11 +61,7 @@ def search_move(
     # Aim a tenth short of the budget: a busy machine can pause the process between
     # the last check and the answer.
     deadline = started + 0.9 * think_ms / 1000.0
-    candidates: list[tuple[Move, SimMove]] = []
-    for move in preference:
-        sim = knowledge.sim_move(move)
-        if sim is not None:
-            candidates.append((move, sim))
+    candidates = [move for move in preference if isinstance(move, Play)]
     if len(candidates) <= 1:
         return preference[0]
     rng = random.Random(seed)
@@ -87,11 +71,12 @@ def search_move(
     spent = 0.0
     while done < samples:
         deal = sample_deal(knowledge, rng)
+        state = knowledge.deal(deal.hands, deal.boneyard)
         values = []
         out_of_time = False
-        for _, sim in candidates:
+        for move in candidates:
             t0 = time.perf_counter()
-            values.append(evaluate(knowledge, sim, list(deal.hands), list(deal.boneyard)))
+            values.append(evaluate(knowledge, move, state))
             t1 = time.perf_counter()
             rollouts += 1
             spent += t1 - t0
@@ -109,4 +94,4 @@ def search_move(
         if time.perf_counter() + len(candidates) * spent / rollouts > deadline:
             break
     best = max(range(len(candidates)), key=lambda i: (sums[i], -i))
-    return candidates[best][0]
+    return candidates[best]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.match import elo, run_match, side_score, wilson
+from engine.cli.match import elo, run_match, side_score, wilson
 
 ROOT = Path(__file__).resolve().parents[2]
 STABLE = ("games", "a_wins", "b_wins", "ties", "a_win_rate", "ci95", "a_points_per_hand",

@@ -10,7 +10,6 @@ import pytest
 from engine import Draw, Pass, apply, game_from_deal, legal_moves, move_from_data, new_game, view
 from engine.bots.knowledge import Knowledge
 from engine.bots.sampler import sample_deal
-from engine.bots.table import SimRules, Table
 from engine.layout import open_mask
 from engine.tiles import DOUBLES_MASK, FULL_SET, tile_index
 from tests.bots.positions import PLAYER_COUNTS, PRESET_NAMES
@@ -104,9 +103,8 @@ def test_sampling_repairs_a_cornered_greedy_pass() -> None:
 
     a, b, c, d = tiles
     slots = [(1, only(a, b)), (1, only(c, d)), (2, only(a, c)), (2, only(b, d))]
-    rules = SimRules(players=3, sides=((0,), (1,), (2,)))
-    knowledge = Knowledge(rules=rules, seat=0, hand=FULL_SET & ~unseen, table=Table(),
-                          node_tiles=[], hand_counts=[24, 2, 2], boneyard=0, scores=[0, 0, 0],
+    knowledge = Knowledge(position=new_game("all-fives", 3, 0), seat=0,
+                          hand=FULL_SET & ~unseen, hand_counts=[24, 2, 2], boneyard=0,
                           unseen=unseen, slots=slots, legal=[])
     seen_deals = set()
     for seed in range(60):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.terminal import layout_lines
+from engine.cli.terminal import layout_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

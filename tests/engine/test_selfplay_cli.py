@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from engine import replay
-from engine.selfplay import selfplay
+from engine.cli.selfplay import selfplay
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from engine import apply, commitment, game_from_deal, legal_moves, new_game, replay, to_transcript
-from engine.__main__ import main
+from engine.cli import main
 from engine.errors import InvalidTranscript
 from engine.state import GameState
 

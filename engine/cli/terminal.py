@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from engine.bots import BOT_LEVELS, choose_move
 from engine.bots.knowledge import Knowledge, ModelError
-from engine.bots.simple import play_points
+from engine.bots.simple import move_points
 from engine.errors import EngineError
 from engine.game import apply, new_game
 from engine.moves import Draw, Move, Pass, Play, move_from_data
@@ -126,7 +126,7 @@ def layout_lines(v: Mapping[str, Any]) -> list[str]:
 class Session:
     """One terminal game: the person at `seat`, bots elsewhere."""
 
-    def __init__(self, spec: Any, players: int, bots: list[str], seed: int, seat: int,
+    def __init__(self, *, spec: Any, players: int, bots: list[str], seed: int, seat: int,
                  think_ms: int | None, out: TextIO, read: Callable[[str], str],
                  style: Style) -> None:
         self.state = new_game(spec, players, seed)
@@ -196,12 +196,12 @@ class Session:
     def ask(self, v: Mapping[str, Any]) -> Move | None:
         legal = [move_from_data(d) for d in v["legal"]]
         try:
-            knowledge: Knowledge | None = Knowledge.from_view(v)
+            knowledge: Knowledge | None = Knowledge.from_view(v, infer=False)
         except ModelError:
             knowledge = None
         self.say("Your moves:")
         for i, move in enumerate(legal, 1):
-            pts = play_points(knowledge, move) if knowledge is not None else 0
+            pts = move_points(knowledge, move) if knowledge is not None else 0
             extra = self.style.points(f"  scores {pts}") if pts else ""
             self.say(f"  {i}) {self.move_text(move)}{extra}")
         while True:
@@ -315,8 +315,9 @@ def run_play_command(args: Any) -> int:
         return 1
     style = Style(sys.stdout.isatty() and not args.no_color)
     try:
-        session = Session(spec, args.players, bots, args.seed, args.seat, args.think_ms,
-                          sys.stdout, input, style)
+        session = Session(spec=spec, players=args.players, bots=bots, seed=args.seed,
+                          seat=args.seat, think_ms=args.think_ms, out=sys.stdout, read=input,
+                          style=style)
     except EngineError as exc:
         sys.stdout.write(f"{exc.message} ({exc.code})\n")
         return 1

@@ -29,7 +29,7 @@ Spec = str | Mapping[str, object]
 MAX_MOVES = 20_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Task:
     spec: Spec
     players: int
@@ -42,8 +42,8 @@ class Task:
     unit: str
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatchGame:
     """One game of the match, from A's side."""
 
     score: float
@@ -68,7 +68,7 @@ def seatings(spec: Spec, players: int) -> list[tuple[int, ...]]:
     return [tuple(side) for side in state.sides]
 
 
-def play(task: Task) -> Outcome:
+def play(task: Task) -> MatchGame:
     """Play one game (a hand, or a whole game) of the match."""
     state = new_game(task.spec, task.players, task.deal_seed)
     sides = state.sides
@@ -109,7 +109,9 @@ def play(task: Task) -> Outcome:
         rank = [float(s) + (1e9 if k == state.winner else 0.0)
                 for k, s in enumerate(state.scores)]
     score = side_score(rank, a_side)
-    return Outcome(score, a_points, b_points, max(hands, 1), a_max, a_total, a_moves, b_max)
+    return MatchGame(score=score, a_points=a_points, b_points=b_points, hands=max(hands, 1),
+                     a_think_max_ms=a_max, a_think_total_ms=a_total, a_moves=a_moves,
+                     b_think_max_ms=b_max)
 
 
 def side_score(rank: list[float], a_side: int) -> float:
@@ -151,7 +153,8 @@ def run_match(
     if unit not in ("hand", "game"):
         raise ValueError(f"unit is hand or game, not {unit!r}")
     tasks = [
-        Task(spec, players, deal_seed(seed, d), seats, a, b, think_ms, samples, unit)
+        Task(spec=spec, players=players, deal_seed=deal_seed(seed, d), a_seats=seats, a=a, b=b,
+             think_ms=think_ms, samples=samples, unit=unit)
         for d in range(deals)
         for seats in seatings(spec, players)
     ]

@@ -1,0 +1,139 @@
+"""Command line: `python -m engine play|replay|verify|selfplay|match ...` (notation.md,
+bots.md).
+
+Each subcommand is a `register(subparsers)` function in `COMMANDS`; it sets `run`, which
+takes the parsed arguments and returns the exit status. The subcommands live in this
+package (`match`, `selfplay`, `terminal`), apart from the rules; only this package reads or
+writes files, the terminal or standard streams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.cli.match import register_match
+from engine.cli.terminal import register_play
+from engine.errors import EngineError, InvalidRules
+from engine.files import load_transcript
+from engine.transcript import replay
+
+
+def _print(obj: object) -> None:
+    sys.stdout.write(json.dumps(obj, separators=(", ", ": ")) + "\n")
+
+
+def _error(code: str, message: str, rnd: int | None = None, move: int | None = None) -> int:
+    _print({"error": {"round": rnd, "move": move, "code": code, "message": message}})
+    return 1
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """Replay a transcript; print the result line, or an error line and exit 1."""
+    try:
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        return _error("bad_file", f"cannot read {args.file}: {exc.strerror or exc}")
+    try:
+        result = replay(load_transcript(data))
+    except EngineError as exc:
+        return _error(exc.code, exc.message, exc.round, exc.move)
+    except RecursionError:
+        return _error("bad_format", "the transcript is nested too deeply")
+    _print(result)
+    return 0
+
+
+def register_replay(sub: Any) -> None:
+    p = sub.add_parser("replay", help="check a transcript and print each round's scores")
+    p.add_argument("file", help="transcript file (JSON or msgpack), or - for standard input")
+    p.set_defaults(run=run_replay)
+
+
+VERIFY_MISMATCH, VERIFY_ERROR = 1, 2
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """Check a finished game's deals against its revealed seed: exit 0 when everything
+    matches, 1 on a mismatch, 2 when the file cannot be checked (notation.md "Fair deals")."""
+    from engine.verify import verify
+
+    try:
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        _error("bad_file", f"cannot read {args.file}: {exc.strerror or exc}")
+        return VERIFY_ERROR
+    try:
+        result = verify(load_transcript(data), args.commitment)
+    except EngineError as exc:
+        _error(exc.code, exc.message, exc.round, exc.move)
+        return VERIFY_ERROR
+    except RecursionError:
+        _error("bad_format", "the transcript is nested too deeply")
+        return VERIFY_ERROR
+    _print(result)
+    return 0 if result["verified"] else VERIFY_MISMATCH
+
+
+def register_verify(sub: Any) -> None:
+    p = sub.add_parser("verify", help="check a finished game's deals against its revealed seed")
+    p.add_argument("file", help="transcript file (JSON or msgpack), or - for standard input")
+    p.add_argument("--commitment", metavar="HEX",
+                   help="the commitment the table showed when the game started")
+    p.set_defaults(run=run_verify)
+
+
+def run_selfplay(args: argparse.Namespace) -> int:
+    """Play random games; print one JSON line of figures; optionally write transcripts."""
+    from engine.cli.selfplay import selfplay
+
+    spec: Any = args.preset
+    if args.rules is not None:
+        try:
+            spec = json.loads(args.rules)
+        except ValueError as exc:
+            return _error("bad_format", f"--rules is not JSON: {exc}")
+    try:
+        report = selfplay(spec, args.players, args.games, args.seed,
+                          keep_transcripts=args.out is not None)
+    except InvalidRules as exc:
+        return _error(exc.code, exc.message)
+    if args.out is not None:
+        lines = "".join(json.dumps(t, separators=(",", ":")) + "\n" for t in report.transcripts)
+        try:
+            Path(args.out).write_text(lines, encoding="utf-8")
+        except OSError as exc:
+            return _error("bad_file", f"cannot write {args.out}: {exc.strerror or exc}")
+    _print(report.summary())
+    return 0
+
+
+def register_selfplay(sub: Any) -> None:
+    p = sub.add_parser("selfplay", help="play random games and print throughput figures")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--preset", help="preset name, e.g. all-fives")
+    which.add_argument("--rules", help='rules spec as JSON, e.g. {"preset":"block"}')
+    p.add_argument("--players", type=int, default=2)
+    p.add_argument("--games", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="write one transcript per line (JSON lines) to this file")
+    p.set_defaults(run=run_selfplay)
+
+
+COMMANDS: list[Callable[[Any], None]] = [
+    register_replay, register_verify, register_selfplay, register_match, register_play,
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for register in COMMANDS:
+        register(sub)
+    args = parser.parse_args(argv)
+    code: int = args.run(args)
+    return code
