@@ -225,8 +225,8 @@ class Archive:
             if exists is None:
                 transcript_gz = await self.store.rendered(job.table_id, "transcript")
                 if transcript_gz is None:
-                    transcript_gz = await self.service._render(job.table_id, "transcript",
-                                                               record)
+                    transcript_gz = await self.service.render_and_keep(
+                        job.table_id, "transcript", record)
                 transcript = json.loads(await asyncio.to_thread(gzip.decompress,
                                                                 transcript_gz))
                 ended = job.ended_ms if job.ended_ms is not None else self.service.now_ms()

@@ -4,7 +4,7 @@ of history replays per client address.
 Owns: the windowed read of one audience's frames: the version and at most `max_frames` stream
 entries after `since`, cut at `max_bytes` of that audience's frames. The stream layout and the
 meaning of its entries are server.store's (this reads the same keys in the same order as
-`Store.frames_since_many` and keeps its rules, through `Store._frames_of`). `ReplayPace`:
+`Store.frames_since_many` and keeps its rules, through `server.store.frames_of`). `ReplayPace`:
 the versions of history replayed to one client address per second, in this process
 (REPLAY_RATE).
 Must not import the engine, tables or the hub.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
-from server.store import Frames, Store, TableKeys, as_bytes
+from server.store import Frames, TableKeys, as_bytes, frames_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,7 @@ async def read_chunk(redis: aioredis.Redis, table_id: str, audience: str, since:
     # Up to the last entry read (or the table's version when none was): Store's rules then say
     # whether these are exactly the versions since+1.. in order, for this audience.
     upto = min(current, versions[-1]) if versions else current
-    frames = Store._frames_of(audience, since, upto, versions, entries)
+    frames = frames_of(audience, since, upto, versions, entries)
     if frames is None:
         return None
     return Chunk(since, frames, max(current, frames[-1][0] if frames else since))

@@ -733,8 +733,7 @@ class Hub:
             table = self.tables.get(conn.table)
             mode = table.chat_mode if table is not None else ""
             if not mode:
-                loaded = await self.service._load(conn.table)  # the table's creation options
-                mode = CHAT_MODES[loaded.record.config.spectator_chat]
+                mode = CHAT_MODES[await self.service.spectator_chat(conn.table)]
                 if table is not None:
                     table.chat_mode = mode
         verdict = await self.crowd.take_chat(conn.table, mode)

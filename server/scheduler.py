@@ -343,7 +343,7 @@ class Scheduler:
 
     async def _act(self, table_id: str, version: int, owner: str) -> None:
         try:
-            loaded = await self.service._load(table_id)
+            loaded = await self.service.load(table_id)
         except Rejected:
             await self.store.unschedule(table_id, version)
             return
@@ -386,13 +386,13 @@ class Scheduler:
                                      owner)
 
             def change(current: Loaded) -> Change:
-                return self.service._play(current.record, seat, move, event)
+                return self.service.play(current.record, seat, move, event)
         await self._commit(table_id, version, change)
 
     async def _commit(self, table_id: str, version: int,
                       change: Callable[[Loaded], Change]) -> None:
         try:
-            await self.service._write(table_id, change, expected=version,
+            await self.service.write(table_id, change, expected=version,
                                       client=(-1, f"deadline:{version}"))
         except Rejected as rej:
             if rej.code != "stale_version":
@@ -537,7 +537,7 @@ class Scheduler:
                 continue
             seen += 1
             try:
-                loaded = await self.service._load(table_id)
+                loaded = await self.service.load(table_id)
             except Rejected:
                 continue
             now = self.service.now_ms()

@@ -263,6 +263,30 @@ def parse_deadline_member(member: bytes | str) -> tuple[str, int] | None:
     return table_id, int(version)
 
 
+def frames_of(
+    audience: str, since: int, current: int, versions: list[int], entries: list[Any]
+) -> Frames | None:
+    """One audience's frames since+1..current out of the entries read, or None."""
+    if since < 0 or since > current or current == 0:
+        return None
+    frames = Frames()
+    expected = since + 1
+    wanted = audience.encode()
+    for index in range(bisect.bisect_left(versions, expected), len(entries)):
+        version = versions[index]
+        fields = entries[index][1]
+        frame = fields.get(wanted)
+        if version != expected or frame is None:
+            return None
+        frames.append((version, as_bytes(frame)))
+        if fields.get(TOKEN_MARK) == wanted:
+            frames.revoked_at = version
+        expected += 1
+    if expected <= current:
+        return None
+    return frames
+
+
 class Store:
     """Thin async access to the layout above. The client must return bytes (the redis-py
     default, ``decode_responses=False``)."""
@@ -431,33 +455,9 @@ class Store:
         current = int(version_raw) if version_raw is not None else 0
         versions = [int(as_bytes(entry_id).split(b"-", 1)[1]) for entry_id, _ in entries]
         return {
-            audience: self._frames_of(audience, since, current, versions, entries)
+            audience: frames_of(audience, since, current, versions, entries)
             for audience, since in sinces.items()
         }
-
-    @staticmethod
-    def _frames_of(
-        audience: str, since: int, current: int, versions: list[int], entries: list[Any]
-    ) -> Frames | None:
-        """One audience's frames since+1..current out of the entries read, or None."""
-        if since < 0 or since > current or current == 0:
-            return None
-        frames = Frames()
-        expected = since + 1
-        wanted = audience.encode()
-        for index in range(bisect.bisect_left(versions, expected), len(entries)):
-            version = versions[index]
-            fields = entries[index][1]
-            frame = fields.get(wanted)
-            if version != expected or frame is None:
-                return None
-            frames.append((version, as_bytes(frame)))
-            if fields.get(TOKEN_MARK) == wanted:
-                frames.revoked_at = version
-            expected += 1
-        if expected <= current:
-            return None
-        return frames
 
     @reconnecting
     async def queue_archive(self, job: str) -> None:

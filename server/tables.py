@@ -134,7 +134,9 @@ class TableService:
         return int(self.clock() * 1000)
 
     # -- reading ---------------------------------------------------------------------------
-    async def _load(self, table_id: str) -> Loaded:
+    async def load(self, table_id: str) -> Loaded:
+        """The table at its current version (cached documents when the version is the one
+        cached). Rejected unknown_table when there is none."""
         if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
             raise unknown_table(str(table_id))
         loaded = await self.store.load(table_id)
@@ -163,11 +165,17 @@ class TableService:
 
     async def snapshot(self, table_id: str, audience: str) -> tuple[int, dict[str, Any]]:
         async with unavailable_on_redis_error():
-            loaded = await self._load(table_id)
+            loaded = await self.load(table_id)
         self._check_audience(audience, loaded.record)
         doc = self._doc(loaded, audience)
         assert doc is not None
         return loaded.version, doc
+
+    async def spectator_chat(self, table_id: str) -> bool | None:
+        """The table's spectator chat option, as created (True on, False off, None auto)."""
+        async with unavailable_on_redis_error():
+            loaded = await self.load(table_id)
+        return loaded.record.config.spectator_chat
 
     @staticmethod
     def _check_audience(audience: object, record: TableRecord) -> None:
@@ -215,7 +223,7 @@ class TableService:
         one, whoever has its invite code or a seat token of it. Otherwise the table does not
         exist for them (unknown_table, as for an id that was never created)."""
         async with unavailable_on_redis_error():
-            loaded = await self._load(table_id)
+            loaded = await self.load(table_id)
             invite_hash = loaded.record.invite_hash
             if invite_matches(invite, invite_hash):
                 return loaded
@@ -317,12 +325,13 @@ class TableService:
                 return cached
             job = self._rendering.get((table_id, kind))
             if job is None:
-                job = asyncio.ensure_future(self._render(table_id, kind, loaded.record))
+                job = asyncio.ensure_future(self.render_and_keep(table_id, kind, loaded.record))
                 self._rendering[(table_id, kind)] = job
                 job.add_done_callback(lambda _: self._rendering.pop((table_id, kind), None))
             return await asyncio.shield(job)
 
-    async def _render(self, table_id: str, kind: str, record: TableRecord) -> bytes:
+    async def render_and_keep(self, table_id: str, kind: str, record: TableRecord) -> bytes:
+        """Render a finished game's transcript or replay and keep it with the table."""
         transcript = record.transcript()  # reveals the seed and salt: finished games only
         data = await self.render(kind, transcript)
         await self.store.keep_rendered(table_id, kind, data)
@@ -353,7 +362,7 @@ class TableService:
             pool.shutdown(wait=False, cancel_futures=True)
 
     # -- the write path --------------------------------------------------------------------
-    async def _write(self, table_id: str, change: Callable[[Loaded], Change], *,
+    async def write(self, table_id: str, change: Callable[[Loaded], Change], *,
                      expected: int | None = None, client: tuple[int, str] | None = None,
                      require: tuple[int, str] | None = None) -> int:
         """Load → change → atomic commit; returns the new version. With ``expected`` a stale
@@ -362,7 +371,7 @@ class TableService:
         With ``require`` (seat, token hash) the commit is refused (seat_left) unless that token
         still holds that seat when it lands."""
         for _attempt in range(WRITE_ATTEMPTS):
-            loaded = await self._load(table_id)
+            loaded = await self.load(table_id)
             if expected is not None and loaded.version != expected:
                 return await self._accepted_or_stale(table_id, loaded.version, client)
             try:
@@ -517,7 +526,7 @@ class TableService:
 
         async with unavailable_on_redis_error():
             # The token's hash names this join, so a retried commit is recognised as done.
-            await self._write(table_id, change, client=(-1, "join:" + hashed[:32]))
+            await self.write(table_id, change, client=(-1, "join:" + hashed[:32]))
             # Until its person connects, the seat counts as last seen when it was taken.
             await self.store.mark_seen(table_id, {taken[0]: self.now_ms()})
         return taken[0], token
@@ -548,7 +557,7 @@ class TableService:
                 return Change(record, events, ("del", seat, ""))
 
             try:
-                await self._write(table_id, change, client=(seat, "leave:" + hashed[:32]),
+                await self.write(table_id, change, client=(seat, "leave:" + hashed[:32]),
                                   require=(seat, hashed))
             except Rejected as rej:
                 if rej.code == "seat_left":  # a concurrent leave with the same token won
@@ -574,14 +583,14 @@ class TableService:
             seats = loaded.record.seats
             if seat < len(seats) and seats[seat].bot is not None:
                 raise Rejected("not_seated", "a bot plays this seat now", status=403)
-            return self._play(loaded.record, seat, parsed, None)
+            return self.play(loaded.record, seat, parsed, None)
 
         async with unavailable_on_redis_error():
-            return await self._write(table_id, change, expected=expected_version,
+            return await self.write(table_id, change, expected=expected_version,
                                      client=(seat, "m:" + client_id),
                                      require=None if token is None else (seat, token))
 
-    def _play(self, record: TableRecord, seat: int, move: Any,
+    def play(self, record: TableRecord, seat: int, move: Any,
               extra_event: dict[str, Any] | None) -> Change:
         if seat >= record.config.players:
             raise Rejected("not_seated", "no such seat at this table", status=403)

@@ -233,7 +233,7 @@ async def test_a_bots_randomness_is_not_a_function_of_the_deal_seed(
     tables.seed_source = functools.partial(int, random.Random(7).getrandbits(62))
     one, _ = await new_table(tables, 2, bots={"1": "random"})
     two, _ = await new_table(tables, 2, bots={"1": "random"})
-    a, b = [(await tables._load(t)).record for t in (one, two)]
+    a, b = [(await tables.load(t)).record for t in (one, two)]
     assert a.seed == b.seed, "both tables were dealt from one seed"
     assert a.game.table.deal_hands == b.game.table.deal_hands
     seeds_a = [bot_seed(a, v) for v in range(1, 60)]
@@ -249,7 +249,7 @@ async def test_a_table_stored_before_commitments_still_loads_and_shows_none(
 ) -> None:
     tables = TableService(redis_client, bot_delay_ms=0)
     table_id, _ = await new_table(tables, 2, bots={"1": "random"})
-    record = (await tables._load(table_id)).record
+    record = (await tables.load(table_id)).record
     data = msgpack.unpackb(record.to_blob())
     del data["salt"], data["bot_secret"]
     legacy = TableRecord.from_blob(bytes(msgpack.packb(data)))

@@ -89,7 +89,7 @@ async def test_full_two_player_game_to_the_end(tables: TableService) -> None:
         assert new_version == version + 1
         moves += 1
         assert moves < 2000
-        loaded = await tables._load(table_id)
+        loaded = await tables.load(table_id)
         for audience, follower in followers.items():
             new_frames = await follower.catch_up()
             assert [v for v, _ in new_frames] == [new_version]
