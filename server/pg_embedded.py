@@ -283,8 +283,13 @@ class PgProcess:
         self._end(signal.SIGINT, timeout)
 
     def kill(self) -> None:
-        """SIGKILL to the postmaster and its backends, like a crash (WAL replays on start)."""
+        """SIGKILL to the postmaster and its backends, like a crash (WAL replays on start).
+        Returns once every one of them is gone: a backend still dying holds the shared memory
+        a new postmaster refuses to start beside."""
+        pid = self._process.pid if self._process is not None else self._adopted
         self._end(signal.SIGKILL, 10.0)
+        if pid is not None:
+            _wait_group_gone(pid, 10.0)
 
     def restart(self, timeout: float = 30.0) -> str:
         self.stop()
@@ -312,6 +317,16 @@ class PgProcess:
             if time.monotonic() > deadline:
                 _signal(pid, signal.SIGKILL)
                 deadline = time.monotonic() + 10.0
+
+
+def _wait_group_gone(group: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except (ProcessLookupError, PermissionError):  # gone, or not ours to watch
+            return
+        time.sleep(0.02)
 
 
 def _signal(pid: int, signum: int) -> None:
