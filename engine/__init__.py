@@ -33,7 +33,7 @@ from engine.state import GameState, HandResult
 from engine.tiles import TILES, Tile
 from engine.transcript import replay, replay_views, to_transcript
 from engine.verify import verify
-from engine.views import determinize, redact_events, view
+from engine.views import determinize, redact_events, view, views
 
 __all__ = [
     "DEFAULT_PRESET",
@@ -75,4 +75,5 @@ __all__ = [
     "to_transcript",
     "verify",
     "view",
+    "views",
 ]

@@ -1,6 +1,7 @@
 """What one seat (or a spectator) may see, and positions rebuilt from it.
 
-`view` shows a position to one seat and `redact_events` its events; a view is plain data and
+`view` shows a position to one seat (`views` to several at once) and `redact_events` its
+events; a view is plain data and
 never holds another seat's tile or a boneyard tile; finished rounds reveal their hands.
 
 `determinize(view, hands, boneyard)` goes the other way: the `GameState` that shows `view`,
@@ -16,7 +17,7 @@ hand, not for transcripts. Imports only engine modules.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.errors import EngineError, InvalidNotation, InvalidTranscript
@@ -74,44 +75,113 @@ def _check_viewer(state: GameState, viewer: int | None) -> None:
 
 def view(state: GameState, viewer: int | None) -> dict[str, object]:
     """The position as `viewer` (a seat, or None for a spectator) may see it."""
-    _check_viewer(state, viewer)
+    return views(state, [viewer])[0]
+
+
+def views(state: GameState, viewers: Sequence[int | None],
+          previous: tuple[GameState, Mapping[str, Any]] | None = None) -> list[dict[str, object]]:
+    """`view` for each of `viewers`, in order. What every viewer sees alike (layout, ends,
+    rules, scores, finished rounds, the log of a round without draws) is built once and the
+    same objects are shared by the views: treat them as read-only.
+
+    `previous`: an earlier position of the same game and its spectator view. Whatever did not
+    change since (the rules, finished rounds, each placed tile, each logged move) is taken
+    from that view as the very same objects instead of being built again, so that comparing
+    the two views costs in proportion to what changed."""
+    for viewer in viewers:
+        _check_viewer(state, viewer)
     table = state.table
-    nodes = state.nodes
-    layout = [
-        {"tile": NAMES[tile], "parent": parent, "side": side,
-         "inner": inner, "spinner": spinner}
-        for tile, parent, side, inner, spinner in nodes
-    ]
-    ends = [
-        {"node": node, "side": side, "value": value, "count": value * halves}
-        for node, side, value, halves, _ in state.ends
-    ]
-    hand = None if viewer is None else [NAMES[t] for t in mask_tiles(state.hand_masks[viewer])]
-    legal = (
-        [move_to_data(m) for m in legal_moves(state)]
-        if viewer is not None and viewer == state.turn else []
-    )
-    return {
-        "seat": viewer,
+    before: GameState | None = None
+    seen: Mapping[str, Any] = {}
+    if previous is not None and previous[1].get("seat") is None:  # a spectator's view only
+        before, seen = previous
+    old = before.table if before is not None else None
+    shared: dict[str, object] = {
         "players": state.players,
-        "sides": [list(side) for side in table.sides],
-        "rules": rules_summary(state),
+        "sides": seen["sides"] if old is not None and old.sides is table.sides
+        else [list(side) for side in table.sides],
+        "rules": seen["rules"] if old is not None and old.rules is table.rules
+        else rules_summary(state),
         "round": table.round,
         "leader": table.leader,
         "turn": state.turn,
         "scores": list(state.scores),
-        "hand": hand,
         "hand_counts": [m.bit_count() for m in state.hand_masks],
         "boneyard": len(state.boneyard_tiles),
-        "layout": layout,
-        "ends": ends,
+        "layout": _kept(state.nodes, before.nodes if before is not None else (),
+                        seen.get("layout", ()), _layout_item),
+        "ends": _kept(state.ends, before.ends if before is not None else (),
+                      seen.get("ends", ()), _end_item),
         "end_total": end_total(state.ends),
-        "history": [history_entry(e, viewer) for e in state.log],
-        "legal": legal,
-        "rounds": [result_data(r.result) for r in table.past if r.result is not None],
-        "game_over": table.game_over,
-        "winner": table.winner,
     }
+    public_history = _kept(state.log, before.log if before is not None else (),
+                           seen.get("history", ()), _public_entry)
+    drawers = {e[0] for e in state.log if e[1] == DREW}
+    if old is not None and old.past is table.past:
+        rounds = seen["rounds"]
+    else:
+        rounds = [result_data(r.result) for r in table.past if r.result is not None]
+    legal: list[dict[str, object]] | None = None
+    out: list[dict[str, object]] = []
+    for viewer in viewers:
+        if viewer is not None and viewer == state.turn:
+            if legal is None:
+                legal = [move_to_data(m) for m in legal_moves(state)]
+            seat_legal = legal
+        else:
+            seat_legal = []
+        history = public_history if viewer not in drawers else [
+            history_entry(e, viewer) if e[0] == viewer else public
+            for e, public in zip(state.log, public_history, strict=True)
+        ]
+        out.append({
+            "seat": viewer,
+            "players": shared["players"],
+            "sides": shared["sides"],
+            "rules": shared["rules"],
+            "round": shared["round"],
+            "leader": shared["leader"],
+            "turn": shared["turn"],
+            "scores": shared["scores"],
+            "hand": None if viewer is None
+            else [NAMES[t] for t in mask_tiles(state.hand_masks[viewer])],
+            "hand_counts": shared["hand_counts"],
+            "boneyard": shared["boneyard"],
+            "layout": shared["layout"],
+            "ends": shared["ends"],
+            "end_total": shared["end_total"],
+            "history": history,
+            "legal": seat_legal,
+            "rounds": rounds,
+            "game_over": table.game_over,
+            "winner": table.winner,
+        })
+    return out
+
+
+def _layout_item(node: tuple[int, int, str, bool, bool]) -> dict[str, object]:
+    tile, parent, side, inner, spinner = node
+    return {"tile": NAMES[tile], "parent": parent, "side": side, "inner": inner,
+            "spinner": spinner}
+
+
+def _end_item(end: tuple[int, str, int, int, int]) -> dict[str, object]:
+    node, side, value, halves, _ = end
+    return {"node": node, "side": side, "value": value, "count": value * halves}
+
+
+def _public_entry(entry: LogEntry) -> dict[str, object]:
+    return history_entry(entry, None)
+
+
+def _kept(items: Sequence[Any], earlier: Sequence[Any], shown: Sequence[Any],
+          show: Callable[[Any], Any]) -> list[Any]:
+    """``[show(item) for item in items]``, taking ``shown[i]`` where ``items[i]`` is the very
+    object ``earlier[i]`` was (``shown`` is what ``earlier`` looked like)."""
+    if len(shown) != len(earlier):
+        earlier = ()
+    return [shown[i] if i < len(earlier) and earlier[i] is item else show(item)
+            for i, item in enumerate(items)]
 
 
 def redact_events(

@@ -23,17 +23,25 @@ Path = list[str | int]
 
 
 def same(a: object, b: object) -> bool:
-    """Deep equality that also tells apart types Python's ``==`` merges (True/1, 1/1.0)."""
-    if type(a) is not type(b):
+    """Deep equality that also tells apart types Python's ``==`` merges (True/1, 1/1.0).
+    The very same object is the same without a look inside: documents that share their
+    unchanged parts with the previous version (engine.views) compare in proportion to what
+    changed."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
         return False
-    if isinstance(a, dict):
-        assert isinstance(b, dict)
-        if a.keys() != b.keys():
+    if kind is dict:
+        assert isinstance(a, dict) and isinstance(b, dict)
+        if len(a) != len(b):
             return False
-        return all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        assert isinstance(b, list)
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        return all(key in b and same(value, b[key]) for key, value in a.items())
+    if kind is list:
+        assert isinstance(a, list) and isinstance(b, list)
+        if len(a) != len(b):
+            return False
+        return all(x is y or same(x, y) for x, y in zip(a, b, strict=True))
     return a == b
 
 
@@ -44,50 +52,42 @@ def diff(old: object, new: object) -> list[Op]:
     return ops
 
 
-def _packed_equal(a: object, b: object) -> bool:
-    try:
-        return bool(msgpack.packb(a) == msgpack.packb(b))
-    except (TypeError, ValueError, OverflowError):
-        return same(a, b)
-
-
 def _size(ops: list[Op]) -> int:
     return len(msgpack.packb(ops))
 
 
 def _diff(old: object, new: object, path: Path, ops: list[Op]) -> None:
-    # One pass: every node is visited once; leaves compare by type and value. An unchanged
-    # subtree is recognised in C: equal values whose encodings match (1 == True, but their
-    # msgpack bytes differ).
-    if type(old) is dict and type(new) is dict:
-        if old == new and _packed_equal(old, new):
-            return
+    # One pass: every node is visited once, except below an object shared by both (skipped);
+    # leaves compare by type and value.
+    if old is new:
+        return
+    kind = type(old)
+    if kind is not type(new):
+        ops.append(["=", path, new])
+    elif kind is dict:
+        assert isinstance(old, dict) and isinstance(new, dict)
         for key in old:
             if key not in new:
                 ops.append(["-", [*path, key]])
         for key, value in new.items():
-            if key in old:
-                _diff(old[key], value, [*path, key], ops)
-            else:
+            if key not in old:
                 ops.append(["=", [*path, key], value])
-    elif type(old) is list and type(new) is list:
-        if old == new and _packed_equal(old, new):
-            return
+            elif old[key] is not value:
+                _diff(old[key], value, [*path, key], ops)
+    elif kind is list:
+        assert isinstance(old, list) and isinstance(new, list)
         ops.extend(_diff_list(old, new, path))
-    elif type(old) is not type(new) or isinstance(old, dict | list) or old != new:
+    elif old != new:
         ops.append(["=", path, new])
 
 
 def _diff_list(old: list[Any], new: list[Any], path: Path) -> list[Op]:
     n_old, n_new = len(old), len(new)
-    if n_new >= n_old:
-        head = new[:n_old]
-        if old == head and _packed_equal(old, head):  # unchanged prefix (checked in C)
-            return [["+", path, new[n_old:]]] if n_new > n_old else []
     changed: list[Op] = []
     for i in range(min(n_old, n_new)):
-        _diff(old[i], new[i], [*path, i], changed)
-    if not changed and n_new >= n_old:
+        if old[i] is not new[i]:
+            _diff(old[i], new[i], [*path, i], changed)
+    if not changed and n_new >= n_old:  # an unchanged prefix: append what is new, if any
         return [["+", path, new[n_old:]]] if n_new > n_old else []
     ops: list[Op] = [["~", path, n_new]] if n_new < n_old else []
     ops += changed

@@ -11,6 +11,7 @@ only the transcript of the finished game reveals the seed and salt (never the bo
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,6 +19,7 @@ import msgpack
 
 import engine
 from server import clock as clocks
+from server.diff import same
 from server.table_config import TableConfig
 
 SPECTATORS = "s"
@@ -138,9 +140,25 @@ class TableRecord:
         game = None if self.status == WAITING else engine.view(self.game, viewer)
         return {"v": version, "game": game, "table": table or self.table_document()}
 
-    def documents(self, version: int) -> dict[str, dict[str, Any]]:
+    def documents(self, version: int, previous: tuple[TableRecord, Mapping[str, Any]] | None
+                  = None) -> dict[str, dict[str, Any]]:
+        """Every audience's document; the parts they see alike are shared objects.
+        ``previous``: an earlier record of this table and its spectators' document, whose
+        unchanged parts are reused as they are (engine.views)."""
         table = self.table_document()
-        return {aud: self.document(aud, version, table) for aud in audiences(self.config.players)}
+        if previous is not None and previous[1].get("table") == table \
+                and same(previous[1]["table"], table):
+            table = previous[1]["table"]  # unchanged: the very same object
+        names = audiences(self.config.players)
+        if self.status == WAITING:
+            return {aud: {"v": version, "game": None, "table": table} for aud in names}
+        earlier = None
+        if previous is not None and previous[1].get("game") is not None:
+            earlier = (previous[0].game, previous[1]["game"])
+        games = engine.views(self.game, [audience_viewer(aud, self.config.players)
+                                         for aud in names], earlier)
+        return {aud: {"v": version, "game": game, "table": table}
+                for aud, game in zip(names, games, strict=True)}
 
     def summary(self, version: int) -> dict[str, Any]:
         clock = self.config.clock

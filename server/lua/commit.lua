@@ -1,13 +1,18 @@
 -- Atomic commit of one table version (the only write path of a table).
 -- KEYS: 1 version, 2 state, 3 stream, 4 seat-token hashes, 5 meta, 6 client ids (hash),
 --       7.. the table's other keys, which share its lifetime (ARGV[12])
---       (all share the table's hash tag, so they live in one cluster slot)
+--       (all share the table's hash tag, so they live in one cluster slot),
+--       and last, when ARGV[14] is "1", the deadlines zset (single Redis only: in a cluster
+--       it lives in another slot and is written by a command of its own)
 -- ARGV: 1 expected version, 2 state blob, 3 meta blob, 4 notice channel,
 --       5 stream max length (0 = keep all), 6 client id field ("" = no client id),
 --       7 token op ("", "set", "del"), 8 token field (a seat, or "invite"), 9 token hash,
 --       10 seat whose token must be ARGV[11] ("" = none), 11 that token's hash,
 --       12 lifetime in ms of every key of the table from now (0 = no expiry),
---       13 number of frames, then (audience, frame) pairs
+--       13 number of frames, then (audience, frame) pairs, then
+--       14 "1" when the deadlines zset is the last key, 15 its member for the expected
+--       version to remove ("" = none), 16 the member for the new version to add ("" = none),
+--       17 that member's due time (ms)
 -- A token op also writes the field "!tok" = its field into the version's stream entry: every
 -- socket that authenticated with that seat's token before this version is closed before it is
 -- shown this version.
@@ -37,6 +42,15 @@ elseif ARGV[7] == 'del' then
   redis.call('HDEL', KEYS[4], ARGV[8])
 end
 local n = tonumber(ARGV[13])
+local after = 13 + 2 * n
+local tablekeys = #KEYS
+if ARGV[after + 1] == '1' then
+  tablekeys = #KEYS - 1
+  if ARGV[after + 2] ~= '' then redis.call('ZREM', KEYS[#KEYS], ARGV[after + 2]) end
+  if ARGV[after + 3] ~= '' then
+    redis.call('ZADD', KEYS[#KEYS], ARGV[after + 4], ARGV[after + 3])
+  end
+end
 local entry = {}
 for i = 1, 2 * n do
   entry[i] = ARGV[13 + i]
@@ -55,7 +69,7 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[6], ARGV[6], v)
 end
 local ttl = tonumber(ARGV[12])
-for i = 1, #KEYS do
+for i = 1, tablekeys do
   if ttl > 0 then
     redis.call('PEXPIRE', KEYS[i], ttl)
   else

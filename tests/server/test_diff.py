@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,3 +95,50 @@ def test_apply_of_diff_reproduces_the_new_document(old: Any, new: Any) -> None:
     assert same(apply_ops(old, ops), new)
     if same(old, new):
         assert ops == []
+
+
+def documented_diff(old: Any, new: Any, path: list[Any]) -> list[Any]:
+    """docs/protocol.md §3, step by step, written from the text (not from server.diff)."""
+    if same(old, new):
+        return []
+    if type(old) is not type(new):
+        return [["=", path, new]]
+    if isinstance(old, dict):
+        ops: list[Any] = [["-", [*path, k]] for k in old if k not in new]
+        for k in new:
+            ops += ([["=", [*path, k], new[k]]] if k not in old
+                    else documented_diff(old[k], new[k], [*path, k]))
+        return ops
+    if isinstance(old, list):
+        m, n = len(old), len(new)
+        changes: list[Any] = []
+        for i in range(min(m, n)):
+            changes += documented_diff(old[i], new[i], [*path, i])
+        if not changes and n >= m:
+            return [["+", path, new[m:]]] if n > m else []
+        candidate = ([["~", path, n]] if n < m else []) + changes \
+            + ([["+", path, new[m:]]] if n > m else [])
+        whole = [["=", path, new]]
+        return whole if len(msgpack.packb(whole)) <= len(msgpack.packb(candidate)) else candidate
+    return [["=", path, new]]
+
+
+@settings(max_examples=400, deadline=None)
+@given(plain, plain)
+def test_the_server_computes_diffs_exactly_as_the_protocol_document_says(old: Any,
+                                                                         new: Any) -> None:
+    assert diff(old, new) == documented_diff(old, new, [])
+
+
+def test_game_documents_diff_exactly_as_the_protocol_document_says() -> None:
+    from tests.server.test_documents import played_records
+
+    for preset, players in (("all-fives", 2), ("draw", 4), ("bergen", 3)):
+        records = played_records(preset, players, seed=11)
+        old_docs = records[0].documents(1)
+        for version, record in enumerate(records[1:], start=2):
+            docs = record.documents(version, (records[version - 2], old_docs["s"]))
+            for audience, doc in docs.items():
+                assert diff(old_docs[audience], doc) == documented_diff(old_docs[audience], doc,
+                                                                        [])
+            old_docs = docs

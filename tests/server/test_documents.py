@@ -1,0 +1,55 @@
+"""Documents built from the previous version's (sharing what did not change) are exactly the
+documents built from scratch, and the diff between consecutive ones rebuilds the new one."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import replace
+
+import pytest
+
+import engine
+from server.diff import apply_ops, diff, same
+from server.record import PLAYING, TableRecord
+from server.table_config import parse_create_request
+
+
+def played_records(preset: str, players: int, seed: int) -> list[TableRecord]:
+    rng = random.Random(seed)
+    record = TableRecord.new("docs1", parse_create_request({"players": players, "rules": preset}),
+                             0, rng.randrange(2**62), None)
+    records = [record, replace(record, status=PLAYING)]
+    while not records[-1].game.game_over and len(records) < 400:
+        game = records[-1].game
+        move = rng.choice(engine.legal_moves(game))
+        records.append(replace(records[-1], game=engine.apply(game, game.turn, move)[0]))
+    return records
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+@pytest.mark.parametrize("preset", sorted(engine.PRESETS))
+def test_shared_documents_equal_fresh_ones_and_diffs_rebuild_them(preset: str,
+                                                                  players: int) -> None:
+    records = played_records(preset, players, seed=players * 101 + len(preset))
+    previous = None
+    old_docs = None
+    for version, record in enumerate(records, start=1):
+        docs = record.documents(version, previous)
+        fresh = record.documents(version)
+        assert docs.keys() == fresh.keys()
+        for audience in docs:
+            assert same(docs[audience], fresh[audience]), (preset, version, audience)
+            if old_docs is not None:
+                rebuilt = apply_ops(old_docs[audience], diff(old_docs[audience], docs[audience]))
+                assert same(rebuilt, fresh[audience]), (preset, version, audience)
+        previous, old_docs = (record, docs["s"]), docs
+
+
+def test_a_seat_view_is_never_taken_as_the_previous_public_view() -> None:
+    """Reuse starts only from a spectator's view: a seat's view holds its own drawn tiles."""
+    records = played_records("draw", 2, seed=3)
+    for before, after in itertools.pairwise(records[1:]):
+        seat_doc = before.documents(1)["0"]
+        docs = after.documents(2, (before, seat_doc))
+        assert same(docs["s"], after.documents(2)["s"])
