@@ -15,7 +15,7 @@ is engine.cli, the only part that reads or writes files or the terminal.
 """
 
 from engine.commitment import commitment
-from engine.data import state_from_data, state_to_data
+from engine.data import past_to_data, state_from_data, state_to_data
 from engine.errors import (
     EngineError,
     IllegalMove,
@@ -65,6 +65,7 @@ __all__ = [
     "move_from_data",
     "move_to_data",
     "new_game",
+    "past_to_data",
     "play_out_hand",
     "redact_events",
     "replay",

@@ -23,10 +23,22 @@ def _result_to_data(r: HandResult | None) -> dict[str, Any] | None:
             "hands": [list(h) for h in r.hands], "totals": list(r.totals)}
 
 
-def state_to_data(state: GameState) -> dict[str, Any]:
-    """Everything needed to rebuild `state` exactly, as plain data."""
+def past_to_data(past: tuple[RoundRecord, ...]) -> list[dict[str, Any]]:
+    """The finished rounds of a table, as `state_to_data` writes them under ``past``."""
+    return [
+        {"hands": [list(h) for h in r.hands], "boneyard": list(r.boneyard),
+         "leader": r.leader, "moves": [list(m) for m in r.moves],
+         "result": _result_to_data(r.result)}
+        for r in past
+    ]
+
+
+def state_to_data(state: GameState, *, with_past: bool = True) -> dict[str, Any]:
+    """Everything needed to rebuild `state` exactly, as plain data. ``with_past=False`` leaves
+    out ``past`` (the finished rounds, `past_to_data`), for a caller that stores them apart:
+    they do not change until the next round ends."""
     t = state.table
-    return {
+    data = {
         "format": FORMAT,
         "rules": t.rules.spec_data(),
         "players": t.rules.players,
@@ -37,12 +49,7 @@ def state_to_data(state: GameState) -> dict[str, Any]:
         "lead_tile": t.lead_tile,
         "deal_hands": [list(h) for h in t.deal_hands],
         "deal_boneyard": list(t.deal_boneyard),
-        "past": [
-            {"hands": [list(h) for h in r.hands], "boneyard": list(r.boneyard),
-             "leader": r.leader, "moves": [list(m) for m in r.moves],
-             "result": _result_to_data(r.result)}
-            for r in t.past
-        ],
+        "past": past_to_data(t.past) if with_past else None,
         "game_over": t.game_over,
         "winner": t.winner,
         "turn": state.turn,
@@ -53,6 +60,9 @@ def state_to_data(state: GameState) -> dict[str, Any]:
         "ends": [list(e) for e in state.ends],
         "log": [list(e) for e in state.log],
     }
+    if not with_past:
+        del data["past"]
+    return data
 
 
 def _ints(items: Any) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ only the transcript of the finished game reveals the seed and salt (never the bo
 from __future__ import annotations
 
 import secrets
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -88,7 +89,8 @@ class TableRecord:
             "id": self.id, "config": self.config.to_data(), "created": self.created_ms,
             "seed": self.seed, "status": self.status,
             "seats": [seat.to_data() for seat in self.seats],
-            "game": engine.state_to_data(self.game),
+            "game": {**engine.state_to_data(self.game, with_past=False),
+                     "past": packed_past(self.game.table.past)},
             "clock": self.clock.to_data() if self.clock else None,
             "result": self.result, "invite": self.invite_hash,
             "salt": self.salt, "bot_secret": self.bot_secret,
@@ -98,6 +100,8 @@ class TableRecord:
     @classmethod
     def from_blob(cls, blob: bytes) -> TableRecord:
         data = msgpack.unpackb(blob)
+        if isinstance(data["game"].get("past"), bytes):
+            data["game"]["past"] = msgpack.unpackb(data["game"]["past"])
         return cls(
             id=data["id"], config=TableConfig.from_data(data["config"]),
             created_ms=data["created"], seed=data["seed"], status=data["status"],
@@ -207,6 +211,25 @@ class TableRecord:
         if seat is not None and self.seats[seat].bot is None:
             clock = clocks.start(config, clock, seat, now_ms)
         return replace(self, clock=clock)
+
+
+_PACKED_PAST: OrderedDict[int, tuple[tuple[Any, ...], bytes]] = OrderedDict()
+PACKED_PAST_KEPT = 4096
+
+
+def packed_past(past: tuple[Any, ...]) -> bytes:
+    """A table's finished rounds, msgpack-encoded: the state blob holds them as one binary
+    field, encoded once per round (every move of a round shares the same tuple) instead of
+    at every move. Kept for the last PACKED_PAST_KEPT distinct tuples."""
+    found = _PACKED_PAST.get(id(past))
+    if found is not None and found[0] is past:
+        _PACKED_PAST.move_to_end(id(past))
+        return found[1]
+    packed = bytes(msgpack.packb(engine.past_to_data(past)))
+    _PACKED_PAST[id(past)] = (past, packed)
+    while len(_PACKED_PAST) > PACKED_PAST_KEPT:
+        _PACKED_PAST.popitem(last=False)
+    return packed
 
 
 def game_result(record: TableRecord) -> dict[str, Any]:
