@@ -23,7 +23,8 @@ from starlette.responses import JSONResponse, Response
 
 from server import text
 from server.fairness import owner_key
-from server.lobby import ApiError, api, read_json
+from server.lobby import read_json
+from server.rejected import Rejected
 from server.settings import Settings
 
 COOKIE = "session"
@@ -66,32 +67,34 @@ async def verify_password(stored: str | None, password: str) -> bool:
 
 def check_username(value: object) -> str:
     if not isinstance(value, str):
-        raise ApiError(400, "bad_request", '"username" must be a string')
+        raise Rejected("bad_request", '"username" must be a string', status=400)
     if not USERNAME.fullmatch(value):
-        raise ApiError(400, "invalid_username", "a username is 3 to 20 letters, digits, _ or -")
+        raise Rejected("invalid_username", "a username is 3 to 20 letters, digits, _ or -",
+                       status=400)
     words = text.skeleton_words(value)
     if text.bot_like(value) or RESERVED_WORDS.intersection(words):
-        raise ApiError(400, "reserved_username", "that username is reserved")
+        raise Rejected("reserved_username", "that username is reserved", status=400)
     return value
 
 
 def check_new_password(value: object, username: str) -> str:
     if not isinstance(value, str):
-        raise ApiError(400, "bad_request", '"password" must be a string')
+        raise Rejected("bad_request", '"password" must be a string', status=400)
     if len(value) < MIN_PASSWORD:
-        raise ApiError(400, "weak_password",
-                       f"a password has at least {MIN_PASSWORD} characters")
+        raise Rejected("weak_password",
+                       f"a password has at least {MIN_PASSWORD} characters", status=400)
     if len(value) > MAX_PASSWORD:
-        raise ApiError(400, "weak_password", f"a password has at most {MAX_PASSWORD} characters")
+        raise Rejected("weak_password", f"a password has at most {MAX_PASSWORD} characters",
+                       status=400)
     if value.casefold() == username.casefold():
-        raise ApiError(400, "weak_password", "the password must not be the username")
+        raise Rejected("weak_password", "the password must not be the username", status=400)
     return value
 
 
 def _string(body: dict[str, Any], key: str) -> str:
     value = body.get(key)
     if not isinstance(value, str):
-        raise ApiError(400, "bad_request", f'"{key}" must be a string')
+        raise Rejected("bad_request", f'"{key}" must be a string', status=400)
     return value
 
 
@@ -100,12 +103,13 @@ def _string(body: dict[str, Any], key: str) -> str:
 def _db(request: Request) -> Any:
     pool = getattr(request.app.state, "db", None)
     if pool is None:
-        raise ApiError(503, "database_unavailable", "accounts are unavailable, try again later")
+        raise Rejected("database_unavailable", "accounts are unavailable, try again later",
+                       status=503)
     return pool
 
 
 def players_api(handler: Handler) -> Handler:
-    """``lobby.api``, and a database failure answered 503 ``database_unavailable``."""
+    """A route whose database failure is answered 503 ``database_unavailable``."""
 
     async def wrapped(request: Request) -> Response:
         try:
@@ -113,10 +117,10 @@ def players_api(handler: Handler) -> Handler:
         except (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
                 asyncpg.CannotConnectNowError, asyncpg.TooManyConnectionsError,
                 asyncpg.ConnectionDoesNotExistError, OSError, TimeoutError) as exc:
-            raise ApiError(503, "database_unavailable",
-                           "accounts are unavailable, try again later") from exc
+            raise Rejected("database_unavailable",
+                           "accounts are unavailable, try again later", status=503) from exc
 
-    return api(wrapped)
+    return wrapped
 
 
 def _settings(request: Request) -> Settings:
@@ -146,10 +150,10 @@ def _changing(request: Request) -> None:
     an Origin that does not match; here the Origin must also be present."""
     media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if media_type != "application/json":
-        raise ApiError(415, "unsupported_media_type",
-                       "changes must be sent as Content-Type: application/json")
+        raise Rejected("unsupported_media_type",
+                       "changes must be sent as Content-Type: application/json", status=415)
     if not request.headers.get("origin"):
-        raise ApiError(403, "bad_origin", "changes need the Origin header of the page")
+        raise Rejected("bad_origin", "changes need the Origin header of the page", status=403)
 
 
 async def _new_session(request: Request, conn: Any, player_id: int) -> str:
@@ -167,13 +171,14 @@ async def _current(request: Request) -> tuple[dict[str, Any], bytes]:
     """The logged-in player (id, username, created_at) and the hash of its session id."""
     session_id = request.cookies.get(COOKIE)
     if not session_id:
-        raise ApiError(401, "not_logged_in", "log in first")
+        raise Rejected("not_logged_in", "log in first", status=401)
     digest = _session_hash(session_id)
     row = await _db(request).fetchrow(
         "SELECT p.id, p.username, p.created_at FROM sessions s JOIN players p "
         "ON p.id = s.player_id WHERE s.id_hash = $1 AND s.expires_at > now()", digest)
     if row is None:
-        raise ApiError(401, "session_expired", "the session has expired or ended; log in again")
+        raise Rejected("session_expired", "the session has expired or ended; log in again",
+                       status=401)
     return dict(row), digest
 
 
@@ -203,9 +208,8 @@ class LoginLimits:
             count = await self.redis.get(key)
             if count is not None and int(count) >= limit:
                 ttl = await self.redis.ttl(key)
-                raise ApiError(429, "too_many_attempts",
-                               "too many failed logins; try again later",
-                               retry_after_s=max(1, int(ttl)))
+                raise Rejected("too_many_attempts", "too many failed logins; try again later",
+                               status=429, retry_after=max(1, int(ttl)))
 
     async def failed(self) -> None:
         for key, _ in self.keys:
@@ -227,8 +231,8 @@ async def _registration_budget(request: Request) -> None:
         await redis.expire(key, max(1, int(settings.login_window_s)))
     if count > settings.registrations_per_address:
         ttl = int(await redis.ttl(key))
-        raise ApiError(429, "rate_limited", "too many accounts made from this address",
-                       retry_after_s=max(1, ttl))
+        raise Rejected("rate_limited", "too many accounts made from this address",
+                       status=429, retry_after=max(1, ttl))
 
 
 async def _check_password(request: Request, username: str, password: str,
@@ -238,7 +242,7 @@ async def _check_password(request: Request, username: str, password: str,
     await limits.check()
     if not await verify_password(stored, password):
         await limits.failed()
-        raise ApiError(401, "wrong_credentials", "wrong username or password")
+        raise Rejected("wrong_credentials", "wrong username or password", status=401)
     await limits.succeeded()
 
 
@@ -258,7 +262,7 @@ async def register(request: Request) -> Response:
                 "INSERT INTO players (username, password_hash) VALUES ($1, $2) "
                 "RETURNING id, username, created_at", username, digest)
         except asyncpg.UniqueViolationError:
-            raise ApiError(409, "username_taken", "that username is taken") from None
+            raise Rejected("username_taken", "that username is taken", status=409) from None
         session_id = await _new_session(request, conn, row["id"])
     response = JSONResponse(_me(dict(row)), status_code=201)
     _set_cookie(request, response, session_id)

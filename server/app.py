@@ -1,8 +1,10 @@
 """The Starlette application: routes declared as data and a lifespan that owns shared resources.
 
-Owns: wiring. The lifespan holds the Redis client, the TableService, the hub and the deadline
-loop; on shutdown it closes every socket with 1001 (tables stay in Redis, so every client can
-resume). Must not import the engine.
+Owns: wiring (the routes, and lobby.refused as the refusal handler of every HTTP route). The
+lifespan holds the Redis client, the TableService, the hub and the deadline
+loop, and builds the typed state the handlers read (server.seams.AppState, `app_state`); on
+shutdown it closes every socket with 1001 (tables stay in Redis, so every client can resume).
+Must not import the engine.
 """
 
 from __future__ import annotations
@@ -25,15 +27,16 @@ from starlette.routing import Mount, Route, WebSocketRoute
 
 from server import accounts, lobby, logs
 from server.archive import Archive
-from server.connection import Close
 from server.db import Postgres
 from server.guard import Guard, host_rules
 from server.hub import Hub
 from server.limits import AddressBudget
 from server.metrics import Metrics
 from server.pg_embedded import PgProcess, PgStartError
+from server.protocol import Close
 from server.quotas import Quotas
 from server.redis_embedded import RedisProcess
+from server.seams import STATE_ATTRIBUTE, AppState
 from server.settings import Settings
 from server.tables import TableService
 from server.ws import websocket_endpoint
@@ -43,6 +46,7 @@ def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
     return [
         Route("/healthz", lobby.healthz, methods=["GET"]),
         Route("/metrics", lobby.metrics, methods=["GET"]),
+        Route("/api/meta", lobby.meta, methods=["GET"]),
         Route("/api/tables", lobby.create_table, methods=["POST"]),
         Route("/api/tables", lobby.list_tables, methods=["GET"]),
         Route("/api/tables/{table_id}", lobby.table_summary, methods=["GET"]),
@@ -94,9 +98,10 @@ def redis_client(url: str) -> aioredis.Redis:
 
 async def going_away(app: Starlette, grace_s: float = 2.0) -> None:
     """Close every socket with 1001 and wait (briefly) for the writers to finish."""
-    hub: Hub | None = getattr(app.state, "hub", None)
-    if hub is None:
+    shared: AppState | None = getattr(app.state, STATE_ATTRIBUTE, None)
+    if shared is None:
         return
+    hub = shared.hub
     hub.close_all(Close.GOING_AWAY, "server going away")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace_s
@@ -132,17 +137,19 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
                            seat_connect_s=settings.seat_connect_s, archive=db_url is not None)
     process_id = uuid.uuid4().hex[:12]
     hub = Hub(redis, service, metrics, settings, process_id)
-    app.state.redis, app.state.service, app.state.hub = redis, service, hub
-    app.state.quotas = Quotas(service.store, settings)
-    app.state.bad_tokens = AddressBudget(settings.bad_token_rate)
-    app.state.address_limits = hub.limits
     postgres = Postgres(db_url)
     archive = Archive(service, postgres, sweep_s=settings.archive_sweep_s,
                       retry_max_s=settings.archive_retry_max_s)
     if service.archive:
         service.archived = archive.rendered
-    app.state.archive = archive
-    app.state.postgres, app.state.db = postgres, None
+    shared = AppState(
+        settings=settings, metrics=metrics, redis=redis, service=service, hub=hub,
+        quotas=Quotas(service.store, settings),
+        bad_tokens=AddressBudget(settings.bad_token_rate), address_limits=hub.limits,
+        archive=archive, postgres=postgres)
+    setattr(app.state, STATE_ATTRIBUTE, shared)
+    app.state.redis = redis  # server.accounts reads the client here
+    app.state.db = None
     postgres.on_up(lambda pool: setattr(app.state, "db", pool))
     await postgres.start()
     stop = asyncio.Event()
@@ -181,7 +188,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Guard, hosts=host_rules(settings.allowed_hosts, settings.host, settings.port),
         origins=settings.allowed_origins,
     )
-    app = Starlette(routes=routes(settings), lifespan=lifespan, middleware=[guard])
+    # Every refusal of an HTTP route (a Rejected, whoever raised it) and every storage failure
+    # is answered by lobby.refused: one mapping to HTTP for the whole server.
+    app = Starlette(routes=routes(settings), lifespan=lifespan, middleware=[guard],
+                    exception_handlers=dict(lobby.EXCEPTION_HANDLERS))
     app.state.settings = settings
     app.state.metrics = Metrics()
     return app

@@ -2,9 +2,9 @@
 of history replays per client address.
 
 Owns: the windowed read of one audience's frames: the version and at most `max_frames` stream
-entries after `since`, cut at `max_bytes` of that audience's frames. The stream layout and the
-meaning of its entries are server.store's (this reads the same keys in the same order as
-`Store.frames_since_many` and keeps its rules, through `server.store.frames_of`). `ReplayPace`:
+entries after `since` (`Store.history_window`), cut at `max_bytes` of that audience's frames.
+The stream layout and the meaning of its entries are server.store's (this keeps the rules of
+`Store.frames_since_many`, through `server.store.frames_of`). `ReplayPace`:
 the versions of history replayed to one client address per second, in this process
 (REPLAY_RATE).
 Must not import the engine, tables or the hub.
@@ -16,9 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import redis.asyncio as aioredis
-
-from server.store import Frames, TableKeys, as_bytes, frames_of
+from server.store import Frames, Store, as_bytes, frames_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,21 +38,15 @@ class Chunk:
         return self.last >= self.current
 
 
-async def read_chunk(redis: aioredis.Redis, table_id: str, audience: str, since: int, *,
+async def read_chunk(store: Store, table_id: str, audience: str, since: int, *,
                      max_frames: int, max_bytes: int) -> Chunk | None:
     """The next chunk of `audience`'s history after `since`: at most `max_frames` frames and,
     beyond the first, at most `max_bytes` bytes. None when part of that history is gone or
     `since` is not a version of the table (a snapshot is needed)."""
     if since < 0:
         return None
-    keys = TableKeys(table_id)
     # Version first, then the stream (two single-key reads, as Store.frames_since_many).
-    async with redis.pipeline(transaction=False) as pipe:
-        pipe.get(keys.version)
-        pipe.xrange(keys.stream, min=f"0-{min(since, 2**62) + 1}", max="+",
-                    count=max(1, max_frames))
-        version_raw, entries = await pipe.execute()
-    current = int(version_raw) if version_raw is not None else 0
+    current, entries = await store.history_window(table_id, since, max_frames)
     wanted = audience.encode()
     kept, size = 0, 0
     for _, fields in entries:

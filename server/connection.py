@@ -1,7 +1,8 @@
 """One websocket connection's outgoing side: a send queue bounded in frames and in bytes,
 drained by a writer task.
 
-Owns: the close codes, the per-connection queue and its rules. The server never waits on a slow
+Owns: the per-connection queue and its rules (the close codes and the frames themselves are
+server.protocol's; `Close` and `pack` are re-exported here). The server never waits on a slow
 client. Answers (welcome, snapshot, diff, accepted, rejected, error, pong) are never dropped: a
 queue too full for one closes the connection (4003). Chat lines are dropped for a socket whose
 queue is filling (and evicted to make room for an answer), so chat never closes anyone. Presence
@@ -16,40 +17,20 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
-from enum import IntEnum
+from collections.abc import Awaitable, Callable, Mapping
 
-import msgpack
 from starlette.websockets import WebSocket
 
 from server.logs import event
 from server.metrics import Metrics
+from server.protocol import Close, pack
 
-
-class Close(IntEnum):
-    NORMAL = 1000
-    GOING_AWAY = 1001
-    POLICY = 1008
-    TOO_BIG = 1009
-    INTERNAL = 1011
-    REPLACED = 4000
-    UNKNOWN_TABLE = 4001
-    BAD_TOKEN = 4002
-    TOO_SLOW = 4003
-    RATE_LIMIT = 4004
-    SEAT_LEFT = 4005
-    TOO_MANY_SPECTATORS = 4006
-    TOO_MANY_CONNECTIONS = 4007
-
+__all__ = ["ANSWER", "CHAT", "Close", "Connection", "pack"]
 
 _ids = itertools.count(1)
 _samples = itertools.count()
 
 ANSWER, CHAT = 0, 1  # the kinds of queued frames: never dropped / dropped when filling
-
-
-def pack(message: dict[str, object]) -> bytes:
-    return msgpack.packb(message, use_bin_type=True)
 
 
 class Connection:
@@ -189,7 +170,8 @@ class Connection:
             self.metrics.frames_dropped.labels(kind="chat").inc(dropped)
             self.pending = kept
 
-    def send_message(self, message: dict[str, object]) -> bool:
+    def send_message(self, message: Mapping[str, object]) -> bool:
+        """Queue one answer built by server.protocol (`send_nowait` of its bytes)."""
         return self.send_nowait(pack(message))
 
     def replay(self, refill: Callable[[], Awaitable[None]] | None) -> None:

@@ -1,12 +1,11 @@
 """Spectators and chat: how many spectator sockets a table and a client address may have, and
 how much a table may chat.
 
-Owns, in Redis (keys with the table's hash tag, so a table stays in one cluster slot):
-- ``{<id>}:watchers``: zset of the table's spectator sockets over every process, member
-  ``<process>:<connection>``, score = the ms it expires at (refreshed with presence, so the
-  sockets of a vanished process stop counting after RECONNECT_WINDOW_S);
-- ``{<id>}:chatbudget:p`` and ``{<id>}:chatbudget:s``: token buckets (TABLE_CHAT_RATE) of the
-  players' lines and of the spectators' lines of the table, shared by every process.
+Owns the policy and its atomic steps on the keys server.store names (``TableKeys.watchers``:
+the table's spectator sockets over every process, member ``<process>:<connection>``, score =
+the ms it expires at, renewed with presence so that the sockets of a vanished process stop
+counting after RECONNECT_WINDOW_S; ``TableKeys.chat_budget``: token buckets (TABLE_CHAT_RATE)
+of the players' lines and of the spectators' lines of the table, shared by every process).
 In this process: the spectator sockets of each client address (MAX_SPECTATORS_PER_ADDRESS).
 Must not import the engine, tables or the hub.
 """
@@ -15,15 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
-
-import redis.asyncio as aioredis
 
 from server.connection import Connection
 from server.logs import now_ms
 from server.metrics import Metrics
 from server.rejected import Rejected
 from server.settings import Settings
+from server.store import Store, TableKeys
 
 _ADMIT_LUA = """
 -- KEYS: 1 watchers; ARGV: 1 now ms, 2 cap, 3 member, 4 expiry ms
@@ -59,34 +56,27 @@ return 'ok'
 CHAT_MODES = {True: "on", False: "off", None: "auto"}  # TableConfig.spectator_chat -> mode
 
 
-def watchers_key(table_id: str) -> str:
-    return f"{{{table_id}}}:watchers"
-
-
-def budget_key(table_id: str, spectators: bool) -> str:
-    return f"{{{table_id}}}:chatbudget:{'s' if spectators else 'p'}"
-
-
 def too_many(message: str) -> Rejected:
     return Rejected("too_many_spectators", message, status=429)
 
 
 class Crowd:
-    def __init__(self, redis: aioredis.Redis, settings: Settings, metrics: Metrics,
+    def __init__(self, store: Store, settings: Settings, metrics: Metrics,
                  process_id: str) -> None:
-        self.redis = redis
+        self.store = store
         self.settings = settings
         self.metrics = metrics
         self.process_id = process_id
-        self._admit = redis.register_script(_ADMIT_LUA)
-        self._chat = redis.register_script(_CHAT_LUA)
+        self._admit = store.redis.register_script(_ADMIT_LUA)
+        self._chat = store.redis.register_script(_CHAT_LUA)
         self.by_address: dict[str, int] = {}
         self.admitted: dict[int, tuple[str, str]] = {}  # connection id -> (address, table id)
 
     def member(self, conn: Connection) -> str:
         return f"{self.process_id}:{conn.id}"
 
-    def _expiry_ms(self) -> int:
+    def expiry_ms(self) -> int:
+        """Until when a slot renewed now counts (RECONNECT_WINDOW_S from now)."""
         return now_ms() + int(self.settings.reconnect_window_s * 1000)
 
     # ---- spectator slots -----------------------------------------------------------------
@@ -103,9 +93,9 @@ class Crowd:
         try:
             now = now_ms()
             admitted = await self._admit(
-                keys=[watchers_key(conn.table)],
+                keys=[TableKeys(conn.table).watchers],
                 args=[now, self.settings.max_spectators_per_table, self.member(conn),
-                      self._expiry_ms()])
+                      self.expiry_ms()])
         except BaseException:
             self.forget(conn)
             raise
@@ -129,16 +119,12 @@ class Crowd:
         return table_id
 
     async def release(self, conn: Connection, table_id: str) -> None:
-        await self.redis.zrem(watchers_key(table_id), self.member(conn))
+        await self.store.release_watcher(table_id, self.member(conn))
 
-    def refresh(self, pipe: Any, table_id: str, spectators: Iterable[Connection]) -> None:
-        """Queue on `pipe` the renewal of the slots of this process's spectators of a table."""
-        members = [self.member(c) for c in spectators if c.id in self.admitted]
-        if not members:
-            return
-        expiry = self._expiry_ms()
-        pipe.zadd(watchers_key(table_id), dict.fromkeys(members, expiry))
-        pipe.pexpireat(watchers_key(table_id), expiry)
+    def members(self, spectators: Iterable[Connection]) -> list[str]:
+        """The slots to renew of this process's spectators of a table (those it counted;
+        `Store.refresh_presence` renews them)."""
+        return [self.member(c) for c in spectators if c.id in self.admitted]
 
     # ---- chat ----------------------------------------------------------------------------
 
@@ -150,7 +136,7 @@ class Crowd:
         ttl_ms = (math.ceil(s.table_chat_burst / s.table_chat_rate * 1000) + 1000
                   if s.table_chat_rate > 0 else 7 * 86400 * 1000)
         verdict = await self._chat(
-            keys=[budget_key(table_id, bool(mode)), watchers_key(table_id)],
+            keys=[TableKeys(table_id).chat_budget(bool(mode)), TableKeys(table_id).watchers],
             args=[s.table_chat_rate, s.table_chat_burst, mode, s.spectator_chat_max, now_ms(),
                   ttl_ms])
         return verdict.decode() if isinstance(verdict, bytes) else str(verdict)

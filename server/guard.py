@@ -22,6 +22,9 @@ from urllib.parse import urlsplit
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from server.lobby import refusal_response
+from server.rejected import Rejected
+
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CONTENT_SECURITY_POLICY = (
@@ -128,10 +131,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
-
-
 class Guard:
     """ASGI middleware: the Host and Origin checks, and the security headers."""
 
@@ -147,8 +146,8 @@ class Guard:
             await self.app(scope, receive, send)
             return
         if not host_allowed(_header(scope, b"host"), self.hosts):
-            await self._refuse(scope, receive, send,
-                               _error(400, "bad_host", "this server does not answer to that host"))
+            await self._refuse(scope, receive, send, refusal_response(Rejected(
+                "bad_host", "this server does not answer to that host", status=400)))
             return
         if kind == "websocket":
             await self.app(scope, receive, send)  # its origin is checked by the endpoint (1008)
@@ -157,8 +156,8 @@ class Guard:
             _header(scope, b"origin"), _header(scope, b"host"), self.origins,
             str(scope.get("scheme", "http")),
         ):
-            await self._refuse(scope, receive, send,
-                               _error(403, "bad_origin", "requests from that origin are refused"))
+            await self._refuse(scope, receive, send, refusal_response(Rejected(
+                "bad_origin", "requests from that origin are refused", status=403)))
             return
         await self.app(scope, receive, self._with_headers(send))
 

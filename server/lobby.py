@@ -1,7 +1,8 @@
 """HTTP routes: the JSON lobby of docs/protocol.md §9, health, metrics and the static client.
 
-Owns: request parsing, body size limits and mapping TableService refusals to HTTP statuses.
-Must not import the engine.
+Owns: request parsing, body size limits and the one mapping of a refusal (`Rejected`, whoever
+raised it) to an HTTP answer (`refused`, the application's exception handler). Must not import
+the engine.
 """
 
 from __future__ import annotations
@@ -20,49 +21,46 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
-from server import text
 from server.fairness import owner_key
-from server.rejected import Rejected
+from server.rejected import Rejected, unavailable
+from server.seams import app_state
+from server.table_config import clean_player_name, create_meta
 
 MAX_DEPTH = 8  # arrays and objects nested in a request body
 
-if TYPE_CHECKING:  # the table service's type only: the lobby knows no game rules
-    from server.tables import TableService
+if TYPE_CHECKING:  # the seam's types only: the lobby knows no game rules
+    from server.seams import AppState, TableLobby
 
 Handler = Callable[[Request], Awaitable[Response]]
 T = TypeVar("T")
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, *,
-                 retry_after_s: int | None = None) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-        self.retry_after_s = retry_after_s
 
 
 def error_response(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def api(handler: Handler) -> Handler:
-    """Turn refusals and storage failures into the documented JSON errors."""
+def refusal_response(refusal: Rejected) -> JSONResponse:
+    """The HTTP answer of a refusal, the only one: its status, `{"error": {"code", "message"}}`
+    and `Retry-After` when it has one."""
+    response = error_response(refusal.status, refusal.code, refusal.message)
+    if refusal.retry_after is not None:
+        response.headers["Retry-After"] = str(refusal.retry_after)
+    return response
 
-    async def wrapped(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except ApiError as exc:
-            response = error_response(exc.status, exc.code, exc.message)
-            if exc.retry_after_s is not None:
-                response.headers["Retry-After"] = str(exc.retry_after_s)
-            return response
-        except Rejected as rej:
-            return error_response(rej.status, rej.code, rej.message)
-        except (RedisError, OSError):
-            request.app.state.metrics.redis_errors.inc()
-            return error_response(503, "unavailable", "storage unavailable, try again")
 
-    return wrapped
+async def refused(request: Request, exc: Exception) -> Response:
+    """The application's exception handler (server.app) for every HTTP route: a `Rejected`
+    becomes its answer; a storage failure is answered `503 unavailable`."""
+    if not isinstance(exc, Rejected):
+        _state(request).metrics.redis_errors.inc()
+        exc = unavailable()
+    return refusal_response(exc)
+
+
+EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+    Rejected: refused, RedisError: refused, OSError: refused,
+}
+"""What server.app registers: refusals and storage failures, answered by `refused`."""
 
 
 def _has_body(request: Request) -> bool:
@@ -89,47 +87,49 @@ async def read_json(request: Request) -> dict[str, Any]:
     MAX_DEPTH levels and hold no lone surrogate (text that cannot be stored or sent)."""
     media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if _has_body(request) and media_type != "application/json":
-        raise ApiError(415, "unsupported_media_type",
-                       "request bodies must be sent as Content-Type: application/json")
-    limit: int = request.app.state.settings.max_frame
+        raise Rejected("unsupported_media_type",
+                       "request bodies must be sent as Content-Type: application/json", status=415)
+    limit: int = _state(request).settings.max_frame
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, "too_large", f"request body over {limit} bytes")
+        raise Rejected("too_large", f"request body over {limit} bytes", status=413)
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            raise ApiError(413, "too_large", f"request body over {limit} bytes")
+            raise Rejected("too_large", f"request body over {limit} bytes", status=413)
     too_deep, data = False, None
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "bad_request", "the body must be JSON") from None
+        raise Rejected("bad_request", "the body must be JSON") from None
     except RecursionError:
         too_deep = True
     if too_deep or _depth(data) > MAX_DEPTH:
-        raise ApiError(400, "bad_request", f"the body must be JSON nested at most {MAX_DEPTH} "
-                       "levels")
+        raise Rejected("bad_request", f"the body must be JSON nested at most {MAX_DEPTH} levels")
     if not isinstance(data, dict):
-        raise ApiError(400, "bad_request", "the body must be a JSON object")
+        raise Rejected("bad_request", "the body must be a JSON object")
     try:
         json.dumps(data, ensure_ascii=False).encode()
     except UnicodeEncodeError:
-        raise ApiError(400, "bad_request", "the body must be valid Unicode text") from None
+        raise Rejected("bad_request", "the body must be valid Unicode text") from None
     return data
 
 
-def _service(request: Request) -> TableService:
-    service: TableService = request.app.state.service
+def _state(request: Request) -> AppState:
+    return app_state(request.app)
+
+
+def _service(request: Request) -> TableLobby:
+    service: TableLobby = _state(request).service
     return service
 
 
-@api
 async def create_table(request: Request) -> Response:
     body = await read_json(request)
     address = request.client.host if request.client else None
     owner = owner_key(address)
-    quotas = request.app.state.quotas
+    quotas = _state(request).quotas
     if owner is not None:
         await over_quota(await quotas.create(owner), "tables created from this address")
     created = await _service(request).create(body, owner=owner)
@@ -140,11 +140,15 @@ async def create_table(request: Request) -> Response:
 
 async def over_quota(retry_after_s: int | None, what: str) -> None:
     if retry_after_s is not None:
-        raise ApiError(429, "rate_limited", f"too many {what}; try again later",
-                       retry_after_s=retry_after_s)
+        raise Rejected("rate_limited", f"too many {what}; try again later", status=429,
+                       retry_after=retry_after_s)
 
 
-@api
+async def meta(request: Request) -> Response:
+    """`GET /api/meta`: the presets, the create options with their bounds and the bot levels."""
+    return JSONResponse(create_meta())
+
+
 async def list_tables(request: Request) -> Response:
     return JSONResponse({"tables": await _service(request).list_public()})
 
@@ -166,11 +170,11 @@ async def checking_token(request: Request, call: Awaitable[T], token: object) ->
     except Rejected as rej:
         if token is None or rej.code not in ("bad_token", "unknown_table"):
             raise
-        budget = request.app.state.bad_tokens
+        budget = _state(request).bad_tokens
         address = request.client.host if request.client else "?"
         if not budget.charge(address):
-            raise ApiError(429, "rate_limited", "too many bad tokens from this address",
-                           retry_after_s=budget.retry_after_s(address)) from rej
+            raise Rejected("rate_limited", "too many bad tokens from this address", status=429,
+                           retry_after=budget.retry_after_s(address)) from rej
         raise
 
 
@@ -180,7 +184,6 @@ def _reader(request: Request) -> tuple[str, str | None, str | None]:
             seat_token(request))
 
 
-@api
 async def table_summary(request: Request) -> Response:
     table_id, invite, token = _reader(request)
     summary = await checking_token(
@@ -188,21 +191,17 @@ async def table_summary(request: Request) -> Response:
     return JSONResponse(summary)
 
 
-@api
 async def join_table(request: Request) -> Response:
     body = await read_json(request)
     seat, name, invite = body.get("seat"), body.get("name"), body.get("invite")
     if seat is not None and (not isinstance(seat, int) or isinstance(seat, bool)):
-        raise ApiError(400, "bad_request", '"seat" must be a seat number or null')
-    try:
-        name = text.player_name(name, text.MAX_PLAYER_NAME)
-    except ValueError as exc:
-        raise ApiError(400, "bad_request", str(exc)) from None
+        raise Rejected("bad_request", '"seat" must be a seat number or null')
+    name = clean_player_name(name)
     if invite is not None and not isinstance(invite, str):
-        raise ApiError(400, "bad_request", '"invite" must be a string or null')
+        raise Rejected("bad_request", '"invite" must be a string or null')
     owner = owner_key(request.client.host if request.client else None)
     if owner is not None:
-        await over_quota(await request.app.state.quotas.join(owner),
+        await over_quota(await _state(request).quotas.join(owner),
                          "seats taken from this address")
     seat, token = await _service(request).join(
         request.path_params["table_id"], seat, name, invite
@@ -210,23 +209,20 @@ async def join_table(request: Request) -> Response:
     return JSONResponse({"seat": seat, "token": token})
 
 
-@api
 async def leave_table(request: Request) -> Response:
     body = await read_json(request)
     token = body.get("token")
     if not isinstance(token, str) or not token:
-        raise ApiError(400, "bad_request", '"token" must be a string')
+        raise Rejected("bad_request", '"token" must be a string')
     await checking_token(
         request, _service(request).leave(request.path_params["table_id"], token), token)
     return JSONResponse({"ok": True})
 
 
-@api
 async def transcript(request: Request) -> Response:
     return await _finished_game(request, "transcript")
 
 
-@api
 async def replay(request: Request) -> Response:
     return await _finished_game(request, "replay")
 
@@ -239,10 +235,9 @@ async def _finished_game(request: Request, kind: str) -> Response:
     return await gzipped_json(request, body)
 
 
-@api
 async def archived_game(request: Request) -> Response:
     """An archived game (server.archive): its summary and transcript."""
-    game = await request.app.state.archive.game(request.path_params["game_id"],
+    game = await _state(request).archive.game(request.path_params["game_id"],
                                                 request.query_params.get("invite"))
     return JSONResponse(game)
 
@@ -259,13 +254,12 @@ async def gzipped_json(request: Request, body: bytes) -> Response:
 
 async def healthz(request: Request) -> Response:
     try:
-        await asyncio.wait_for(request.app.state.redis.ping(), 2.0)
+        await asyncio.wait_for(_state(request).redis.ping(), 2.0)
     except (RedisError, OSError, TimeoutError):
-        request.app.state.metrics.redis_errors.inc()
+        _state(request).metrics.redis_errors.inc()
         return JSONResponse({"ok": False, "redis": "down"}, status_code=503)
     # PostgreSQL (players, archive) is reported, never fails the live-table health.
-    postgres = getattr(request.app.state, "postgres", None)
-    pg_up = postgres is not None and await postgres.healthy()
+    pg_up = await _state(request).postgres.healthy()
     return JSONResponse({"ok": True, "postgres": "up" if pg_up else "down"})
 
 
@@ -276,13 +270,13 @@ def _bearer(header: str | None, token: str) -> bool:
 
 
 async def metrics(request: Request) -> Response:
-    token: str | None = request.app.state.settings.metrics_token
+    token: str | None = _state(request).settings.metrics_token
     if token is not None and not _bearer(request.headers.get("authorization"), token):
-        refused = error_response(401, "unauthorized",
-                                 "metrics need Authorization: Bearer <METRICS_TOKEN>")
-        refused.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
-        return refused
-    m = request.app.state.metrics
+        answer = refusal_response(Rejected(
+            "unauthorized", "metrics need Authorization: Bearer <METRICS_TOKEN>", status=401))
+        answer.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return answer
+    m = _state(request).metrics
     return Response(m.render(), media_type=m.content_type)
 
 

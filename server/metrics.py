@@ -46,6 +46,10 @@ class Metrics:
             "dominoes_snapshots", "Snapshots sent, by reason", ["reason"], registry=r
         )
         self.resyncs = Counter("dominoes_resyncs", "Sync requests from clients", registry=r)
+        self.direct_deliveries = Counter(
+            "dominoes_direct_deliveries",
+            "Versions committed by this process and queued on its sockets without a read",
+            registry=r)
         self.send_queue_depth = Histogram(
             "dominoes_send_queue_depth",
             "Frames waiting in a connection's send queue when a frame is queued (every backlog;"

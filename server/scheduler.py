@@ -33,7 +33,6 @@ from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
 
-import msgpack
 from redis.exceptions import RedisError
 
 import engine
@@ -42,12 +41,11 @@ from server import bot_worker
 from server.fairness import CpuBudget, FairQueue
 from server.record import FINISHED, PLAYING, STANDIN_BOT, WAITING, Seat, TableRecord
 from server.rejected import Rejected
-from server.store import DEADLINES, as_bytes, deadline_member
 from server.tables import Change, Loaded
 
 if TYPE_CHECKING:
+    from server.seams import DeadlineTables
     from server.settings import Settings
-    from server.tables import TableService
 
 log = logging.getLogger("server.scheduler")
 
@@ -127,13 +125,13 @@ def bot_seed(record: TableRecord, version: int) -> int:
 
 
 class Scheduler:
-    """Acts on due deadlines for one `TableService`.
+    """Acts on due deadlines for one table service (`server.seams.DeadlineTables`).
 
     ``workers`` bot processes think, each for at most ``cpu_share`` of wall time; at most
     ``in_flight`` tables are acted on at once; a table none of whose people has had a
     connection for ``abandon_after_ms`` ends as abandoned (see `abandon_at`)."""
 
-    def __init__(self, service: TableService, *, workers: int = 1, cpu_share: float = 1.0,
+    def __init__(self, service: DeadlineTables, *, workers: int = 1, cpu_share: float = 1.0,
                  in_flight: int = 64, abandon_after_ms: int = 600_000) -> None:
         self.service = service
         self.store = service.store
@@ -160,7 +158,7 @@ class Scheduler:
         self._background: set[asyncio.Task[Any]] = set()
 
     @classmethod
-    def from_settings(cls, service: TableService, settings: Settings) -> Scheduler:
+    def from_settings(cls, service: DeadlineTables, settings: Settings) -> Scheduler:
         return cls(service, workers=settings.bot_workers, cpu_share=settings.bot_cpu_share,
                    in_flight=settings.deadlines_in_flight,
                    abandon_after_ms=round(settings.abandon_after_s * 1000))
@@ -529,12 +527,7 @@ class Scheduler:
         a commit and its deadline write), and end the ones nobody has been at for too long.
         Returns how many playing tables were looked at."""
         seen = 0
-        redis = self.store.redis
-        async for key in redis.scan_iter(match="t:{*}:meta", count=REARM_PAGE):
-            table_id = as_bytes(key).decode()[3:-6]
-            meta = await self.store.meta(table_id)
-            if meta is None or msgpack.unpackb(meta).get("status") != PLAYING:
-                continue
+        async for table_id in self.store.playing_tables(page=REARM_PAGE):
             seen += 1
             try:
                 loaded = await self.service.load(table_id)
@@ -546,8 +539,7 @@ class Scheduler:
                 continue
             due = loaded.record.due_ms(now, self.service.bot_delay_ms)
             if due is not None:
-                await redis.zadd(DEADLINES, {deadline_member(table_id, loaded.version): due},
-                                 nx=True)
+                await self.store.arm_deadline(table_id, loaded.version, due)
         return seen
 
 

@@ -15,18 +15,38 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
 - ``t:{id}:seen``    hash seat -> ms up to which that seat is known to have had a connection
                      (its join, then the hub on attach, refresh and detach)
 - ``t:{id}:owner``   who created the table (server.fairness.owner_key of the address)
+- ``t:{id}:transcript``, ``t:{id}:replay``  the finished game's renderings (JSON, gzip),
+                     computed once
+- ``{id}:chat``      list of the recent chat frames (at most RECENT_CHAT)
+- ``{id}:presence``  hash ``<process>:<connection>`` -> ``<seat>:<expiry ms>``, one field per
+                     seat socket over every process (renewed by its hub)
+- ``{id}:claim:<seat>``  counter: the number of the newest connection of that seat (an older
+                     connection of the seat is replaced)
+- ``{id}:watchers``  zset ``<process>:<connection>`` -> expiry ms of the table's spectator
+                     sockets over every process (server.crowd; own expiry, renewed with
+                     presence)
+- ``{id}:chatbudget:p``, ``{id}:chatbudget:s``  hashes ``tokens``, ``stamp``: the chat token
+                     buckets of the players and of the spectators (server.crowd; own expiry)
 - channel ``t:{id}:n`` one notice per commit, the new version as ASCII digits
+- channel ``{id}:live`` msgpack maps ``{"k": "chat", "f": frame}``, ``{"k": "presence"}``,
+                     ``{"k": "claim", "seat": seat, "n": number}`` (no version)
 
 Lifetime: every key of a table gets the lifetime its commit gives it, all at once (the commit
 script sets it on each): a waiting table expires if nobody joins for ``WAITING_TTL``, a playing
-one is kept, a finished one is kept for ``RETENTION`` and then disappears whole.
+one is kept, a finished one is kept for ``RETENTION`` and then disappears whole. The keys
+written outside a commit (``TableKeys.companions``) take the version key's lifetime when
+written; ``watchers`` and ``chatbudget`` have lifetimes of their own.
 
 Global keys, each touched by single-key commands only: ``lobby:open`` and ``lobby:playing``
 (zsets id -> created ms of the public tables waiting for players and playing; a finished
 table leaves both at once), ``deadlines`` (zset ``<id>:<version>`` -> due ms), the quota
-counters ``quota:<name>`` (server.quotas), and ``archive:pending`` (list of the finished games
-not yet in the PostgreSQL archive, server.archive; a table whose game is waiting for the archive
-is kept without expiry and gets its ``RETENTION`` once archived).
+counters ``quota:<name>`` (server.quotas: ``quota:create:<owner>``, ``quota:join:<owner>``)
+and zsets ``quota:waiting:<owner>`` (the tables an owner created that may still wait for
+players), and ``archive:pending`` (list of the finished games not yet in the PostgreSQL archive,
+server.archive; a table whose game is waiting for the archive is kept without expiry and gets
+its ``RETENTION`` once archived). Channel ``dominoes:processes`` (``PROCESS_CHANNEL``): every
+process's hub subscribes to it first. Counters of server.accounts (fixed windows, own expiry):
+``login:fail:a:<name>``, ``login:fail:ip:<address>``, ``register:ip:<address>``.
 
 Imports no other project module; must not import engine.
 """
@@ -39,16 +59,19 @@ import contextlib
 import functools
 import hashlib
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, ParamSpec, TypeVar
 
+import msgpack
 import redis.asyncio
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 LOBBY = {"waiting": "lobby:open", "playing": "lobby:playing"}  # status -> index
 DEADLINES = "deadlines"
+PROCESS_CHANNEL = "dominoes:processes"  # every hub subscribes to it (before any table)
 ARCHIVE_QUEUE = "archive:pending"  # list of "<id> <ended ms>" or "<id>" (server.archive)
 TABLE_ID = re.compile(r"^[a-z0-9]{4,24}$")
 
@@ -198,6 +221,15 @@ class TableKeys:
         return f"{{{self.table_id}}}:claim:{seat}"
 
     @property
+    def watchers(self) -> str:
+        """Zset of the table's spectator sockets over every process (server.crowd)."""
+        return f"{{{self.table_id}}}:watchers"
+
+    def chat_budget(self, spectators: bool) -> str:
+        """Token bucket of the spectators' (or the players') chat lines (server.crowd)."""
+        return f"{{{self.table_id}}}:chatbudget:{'s' if spectators else 'p'}"
+
+    @property
     def transcript(self) -> str:
         """The finished game's transcript, JSON, computed once."""
         return self._key("transcript")
@@ -222,6 +254,8 @@ class TableKeys:
 
 INVITE_FIELD = "invite"
 TOKEN_MARK = b"!tok"
+_META_MATCH = TableKeys("*").meta  # every table's meta key, for SCAN
+_META_PREFIX, _, _META_SUFFIX = _META_MATCH.partition("*")
 
 
 class CommitResult(NamedTuple):
@@ -249,6 +283,16 @@ def token_hash(token: str) -> str:
 def as_bytes(value: Any) -> bytes:
     """A reply as bytes (replies are bytes; str only if the client decodes)."""
     return value.encode() if isinstance(value, str) else bytes(value)
+
+
+def quota_key(name: str) -> str:
+    """A fixed-window quota counter (server.quotas names them ``create:<owner>`` ...)."""
+    return f"quota:{name}"
+
+
+def waiting_key(owner: str) -> str:
+    """Zset of the tables ``owner`` created that may still wait for players."""
+    return f"quota:waiting:{owner}"
 
 
 def deadline_member(table_id: str, version: int) -> str:
@@ -296,6 +340,7 @@ class Store:
             raise ValueError("the Redis client must be created with decode_responses=False")
         self.redis = client
         self.history_limit = history_limit
+        self.cluster = isinstance(client, RedisCluster)
         self._commit = client.register_script(_COMMIT_LUA)
         self._release = client.register_script(_RELEASE_LUA)
         self._reschedule = client.register_script(_RESCHEDULE_LUA)
@@ -306,7 +351,6 @@ class Store:
         self._hit = client.register_script(_HIT_LUA)
         self._retain = client.register_script(_RETAIN_LUA)
 
-    @reconnecting
     async def commit(
         self,
         table_id: str,
@@ -319,12 +363,18 @@ class Store:
         token: tuple[Literal["set", "del"], int | str, str] | None = None,
         require: tuple[int, str] | None = None,
         lifetime_ms: int = 0,
+        due_ms: int | Literal["keep"] | None = "keep",
     ) -> CommitResult:
         """Atomically: check that ``require`` (seat, token hash) still holds its seat and that
         the version is ``expected``, store state and meta, apply the token change (seat or
         ``INVITE_FIELD``), append the frames as stream entry ``0-<expected+1>``, remember the
         client id, give every key of the table ``lifetime_ms`` from now (0: no expiry), publish
-        the new version. ``expected=0`` creates the table."""
+        the new version. ``expected=0`` creates the table.
+
+        ``due_ms``: the new version's deadline entry (`schedule`) replaces the expected
+        version's: due then, or none when None; ``"keep"`` leaves the deadlines alone. On a
+        single Redis this is part of the same atomic step; on a cluster (the deadlines live in
+        another slot) it follows a commit that landed, as a command of its own."""
         keys = TableKeys(table_id)
         token_op, token_seat, token_hash = token if token else ("", 0, "")
         required_seat, required_hash = require if require else ("", "")
@@ -335,7 +385,22 @@ class Store:
         ]
         for audience, frame in frames.items():
             args += [audience, frame]
-        result = await self._commit(keys=keys.every, args=args)
+        table_keys = keys.every
+        folded = due_ms != "keep" and not self.cluster
+        if folded:
+            old = deadline_member(table_id, expected) if expected else ""
+            new = deadline_member(table_id, expected + 1) if isinstance(due_ms, int) else ""
+            args += ["1", old, new, due_ms or 0]
+            table_keys = [*table_keys, DEADLINES]
+        committed = await self._run_commit(table_keys, args)
+        if committed.outcome == "ok" and due_ms != "keep" and not folded:
+            await self.schedule(table_id, expected or None, expected + 1,
+                                due_ms if isinstance(due_ms, int) else None)
+        return committed
+
+    @reconnecting
+    async def _run_commit(self, keys: list[str], args: list[Any]) -> CommitResult:
+        result = await self._commit(keys=keys, args=args)
         outcome = result[0].decode() if isinstance(result[0], bytes) else str(result[0])
         assert outcome in ("ok", "stale", "dup", "revoked")
         return CommitResult(outcome, int(result[1]))  # type: ignore[arg-type]
@@ -499,18 +564,18 @@ class Store:
     async def hit(self, name: str, window_s: int) -> tuple[int, int]:
         """Count one more event in the fixed window ``quota:<name>`` of ``window_s`` seconds:
         (events in the window so far, seconds until it ends)."""
-        count, left = await self._hit(keys=[f"quota:{name}"], args=[window_s])
+        count, left = await self._hit(keys=[quota_key(name)], args=[window_s])
         return int(count), max(1, int(left))
 
     @reconnecting
     async def waiting_tables(self, owner: str) -> list[str]:
         """The tables ``owner`` created that may still wait for players (see add_waiting)."""
-        raw = await self.redis.zrange(f"quota:waiting:{owner}", 0, -1)
+        raw = await self.redis.zrange(waiting_key(owner), 0, -1)
         return [as_bytes(member).decode() for member in raw]
 
     @reconnecting
     async def add_waiting(self, owner: str, table_id: str, lifetime_s: int) -> None:
-        key = f"quota:waiting:{owner}"
+        key = waiting_key(owner)
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.zadd(key, {table_id: 0})
             pipe.expire(key, lifetime_s)
@@ -519,7 +584,7 @@ class Store:
     @reconnecting
     async def drop_waiting(self, owner: str, table_ids: Sequence[str]) -> None:
         if table_ids:
-            await self.redis.zrem(f"quota:waiting:{owner}", *table_ids)
+            await self.redis.zrem(waiting_key(owner), *table_ids)
 
     @reconnecting
     async def public_ids(self, status: str, limit: int) -> list[str]:
@@ -625,3 +690,89 @@ class Store:
             for table_id in table_ids:
                 pipe.get(TableKeys(table_id).owner)
             return [as_bytes(v).decode() if v is not None else None for v in await pipe.execute()]
+
+    # ---- sweeps ----------------------------------------------------------------------------
+
+    async def tables_with_status(self, status: str, *, page: int = 500) -> AsyncIterator[str]:
+        """The id of every table whose meta says ``status`` (a SCAN of the meta keys, ``page``
+        keys a step, then one GET each): the sweeps that mend what a dead process left."""
+        async for key in self.redis.scan_iter(match=_META_MATCH, count=page):
+            name = as_bytes(key).decode()
+            table_id = name[len(_META_PREFIX):-len(_META_SUFFIX)]
+            meta = await self.meta(table_id)
+            if meta is not None and msgpack.unpackb(meta).get("status") == status:
+                yield table_id
+
+    def playing_tables(self, *, page: int = 500) -> AsyncIterator[str]:
+        """Every table in play (`tables_with_status`)."""
+        return self.tables_with_status("playing", page=page)
+
+    @reconnecting
+    async def arm_deadline(self, table_id: str, version: int, due_ms: int) -> None:
+        """Give ``version`` of the table a deadline entry due at ``due_ms`` unless it has one
+        (a lost entry written again; an existing one keeps its time)."""
+        await self.redis.zadd(DEADLINES, {deadline_member(table_id, version): due_ms}, nx=True)
+
+    # ---- the hub: presence, claims, recent chat, the live channel --------------------------
+    # Not retried here: the hub counts each failure and tries again on its own schedule.
+
+    async def publish_live(self, table_id: str, message: bytes) -> None:
+        """Publish a msgpack map on the table's live channel (chat, presence, claims)."""
+        await self.redis.publish(TableKeys(table_id).live, message)
+
+    async def claim_seat(self, table_id: str, seat: int, field: str, presence: str) -> int:
+        """Take the next claim number of ``seat`` and set the socket's presence ``field`` to
+        ``presence`` (one pipeline); returns the claim number."""
+        keys = TableKeys(table_id)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.incr(keys.claim(seat))
+            pipe.hset(keys.presence, field, presence)
+            number, *_ = await pipe.execute()
+        return int(number)
+
+    async def presence(self, table_id: str) -> dict[bytes, bytes]:
+        """Every presence field of the table and its ``<seat>:<expiry ms>``."""
+        raw = await self.redis.hgetall(TableKeys(table_id).presence)
+        return {as_bytes(name): as_bytes(value) for name, value in raw.items()}
+
+    async def drop_presence(self, table_id: str, *fields: str | bytes) -> None:
+        if fields:
+            await self.redis.hdel(TableKeys(table_id).presence, *fields)
+
+    async def refresh_presence(self, presence: Mapping[str, Mapping[str, str]],
+                               watchers: Mapping[str, Sequence[str]], expiry_ms: int) -> None:
+        """Renew, in one pipeline, the presence fields (table -> field -> ``<seat>:<expiry>``)
+        and the spectator slots (table -> members, each expiring at ``expiry_ms``, the zset
+        with them) of one process."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for table_id, members in watchers.items():
+                if members:
+                    key = TableKeys(table_id).watchers
+                    pipe.zadd(key, dict.fromkeys(members, expiry_ms))
+                    pipe.pexpireat(key, expiry_ms)
+            for table_id, fields in presence.items():
+                for field, value in fields.items():
+                    pipe.hset(TableKeys(table_id).presence, field, value)
+            await pipe.execute()
+
+    async def recent_chat(self, table_id: str) -> list[bytes]:
+        """The recent chat frames of the table, oldest first."""
+        return [as_bytes(frame) for frame in await self.redis.lrange(TableKeys(table_id).chat,
+                                                                      0, -1)]
+
+    async def release_watcher(self, table_id: str, member: str) -> None:
+        """Free a spectator's slot at the table (server.crowd)."""
+        await self.redis.zrem(TableKeys(table_id).watchers, member)
+
+    async def history_window(self, table_id: str, since: int,
+                             count: int) -> tuple[int, list[Any]]:
+        """(the table's version, at most ``count`` stream entries after ``since``): the version
+        first, then the stream (two single-key reads, as `frames_since_many`), not retried
+        here (server.backlog's callers answer a failure)."""
+        keys = TableKeys(table_id)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.get(keys.version)
+            pipe.xrange(keys.stream, min=f"0-{min(since, 2**62) + 1}", max="+",
+                        count=max(1, count))
+            version_raw, entries = await pipe.execute()
+        return (int(version_raw) if version_raw is not None else 0), list(entries)

@@ -5,6 +5,7 @@ Owns the request shape of ``POST /api/tables``; imports `engine` for rules and b
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Any
 import engine
 from engine.bots import BOT_LEVELS
 from server import text
+from server.protocol import PROTO
 from server.rejected import Rejected
 
 MAX_NAME = text.MAX_TABLE_NAME
@@ -24,6 +26,38 @@ REALTIME_MOVE_S = (1, 3600)
 REALTIME_RESERVE_S = (0, 24 * 3600)
 TURN_MOVE_H = (1, 7 * 24)
 TURN_MAX_H = (1, 30 * 24)
+PLAYERS = (2, 4)
+TARGET = (1, 1000)
+"""The range of the rules' `target` (rules.md "Options"; engine.rules_from_spec checks it)."""
+REALTIME_DEFAULTS = {"move_s": 30, "reserve_s": 120}
+TURN_DEFAULTS = {"move_h": 24, "max_h": 72}
+"""What a client offers first for each clock (the request itself has no default clock)."""
+
+PRESET_LABELS: dict[str, str] = {
+    "all-fives": "All Fives",
+    "all-fives-bga": "All Fives (BGA scoring)",
+    "all-fives-classic": "All Fives (classic)",
+    "all-fives-pagat": "All Fives (pagat)",
+    "dominoesstars": "All Fives (DominoesStars)",
+    "muggins": "Muggins",
+    "five-up": "Five Up",
+    "all-threes": "All Threes",
+    "fives-and-threes": "Fives and Threes",
+    "bergen": "Bergen",
+    "double-bergen": "Double Bergen",
+    "block": "Block",
+    "draw": "Draw",
+    "block-penalty": "Block (penalty)",
+}
+"""The name a person reads for each preset (a preset missing here shows its own name)."""
+FAMILIES: dict[str, str] = {
+    "fives": "fives", "threes": "threes", "fives_and_threes": "fives-and-threes",
+    "matching": "bergen", "none": "block",
+}
+"""A preset's family, by how its plays score (its `scoring` option)."""
+KEY_RULES = ("hand_size", "partnerships", "scoring", "scale", "spinners", "draw", "bonus",
+             "target", "game_end")
+"""The options `create_meta` shows for each preset."""
 
 
 def bot_levels() -> tuple[str, ...]:
@@ -86,6 +120,67 @@ class TableConfig:
             on_timeout=data["on_timeout"], private=data["private"],
             spectator_chat=data.get("spectator_chat"),
         )
+
+
+def _per_count(value: object) -> dict[str, object]:
+    """A preset's option for each player count ("2".."4"), whether it is given per count or
+    once for all."""
+    if isinstance(value, Mapping):
+        return {count: value[count] for count in ("2", "3", "4")}
+    return dict.fromkeys(("2", "3", "4"), value)
+
+
+def _bounds(bounds: tuple[int, int], default: object = None) -> dict[str, object]:
+    low, high = bounds
+    found: dict[str, object] = {"min": low, "max": high}
+    if default is not None:
+        found["default"] = default
+    return found
+
+
+@functools.cache
+def create_meta() -> dict[str, Any]:
+    """What `GET /api/meta` answers (docs/protocol.md §9): the presets, the options of a create
+    request with their bounds and defaults, and the bot levels. Built from what
+    `parse_create_request` accepts and the engine's presets, once."""
+    levels = list(bot_levels())
+    presets = []
+    for name, options in engine.PRESETS.items():
+        rules = {key: (_per_count(options[key]) if isinstance(options[key], Mapping)
+                       else options[key]) for key in KEY_RULES}
+        presets.append({
+            "name": name, "label": PRESET_LABELS.get(name, name),
+            "family": FAMILIES.get(str(options["scoring"]), str(options["scoring"])),
+            "default": name == engine.DEFAULT_PRESET,
+            "targets": _per_count(options["target"]), "rules": rules,
+        })
+    return {
+        "proto": PROTO,
+        "presets": presets,
+        "bot_levels": levels,
+        "create": {
+            "fields": sorted(REQUEST_FIELDS),
+            "rules": {"default": engine.DEFAULT_PRESET, "target": _bounds(TARGET)},
+            "players": _bounds(PLAYERS, 2),
+            "bots": {"levels": levels, "free_seats": 1},
+            "clock": {
+                "kinds": [None, "realtime", "turn"], "default": None,
+                "realtime": {
+                    "move_s": _bounds(REALTIME_MOVE_S, REALTIME_DEFAULTS["move_s"]),
+                    "reserve_s": _bounds(REALTIME_RESERVE_S, REALTIME_DEFAULTS["reserve_s"]),
+                },
+                "turn": {
+                    "move_h": _bounds(TURN_MOVE_H, TURN_DEFAULTS["move_h"]),
+                    "max_h": _bounds(TURN_MAX_H, TURN_DEFAULTS["max_h"]),
+                },
+            },
+            "on_timeout": {"choices": list(ON_TIMEOUT), "default": "bot"},
+            "private": {"default": False},
+            "spectator_chat": {"choices": [True, False, None], "default": None},
+            "name": {"max_length": MAX_NAME},
+            "player_name": {"max_length": MAX_PLAYER_NAME},
+        },
+    }
 
 
 def _bad(message: str) -> Rejected:
@@ -176,7 +271,7 @@ def parse_create_request(request: object) -> TableConfig:
     if unknown:
         raise _bad(f"unknown field {unknown[0]!r}")
     players = request.get("players", 2)
-    if not isinstance(players, int) or isinstance(players, bool) or not 2 <= players <= 4:
+    if not _is_int(players) or not PLAYERS[0] <= players <= PLAYERS[1]:
         raise _bad("players must be 2, 3 or 4")
     spec = request.get("rules", engine.DEFAULT_PRESET)
     if not isinstance(spec, str | Mapping):

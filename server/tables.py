@@ -28,7 +28,7 @@ import redis.asyncio
 from redis.exceptions import RedisError
 
 import engine
-from server import replays
+from server import protocol, replays
 from server.diff import diff
 from server.record import (
     FINISHED,
@@ -43,14 +43,13 @@ from server.record import (
 )
 from server.rejected import Rejected
 from server.settings import Settings
-from server.store import INVITE_FIELD, TABLE_ID, Frames, Store, token_hash
-from server.table_config import clean_player_name, parse_create_request
+from server.store import INVITE_FIELD, TABLE_ID, Frames, Store, TableKeys, token_hash
+from server.table_config import parse_create_request
 
 __all__ = ["SPECTATORS", "Rejected", "TableService", "token_hash"]
 
 log = logging.getLogger("server.tables")
 
-MAX_CLIENT_ID = 32
 PUBLIC_LIST_LIMIT = 200
 CACHE_TABLES = 1024
 WRITE_ATTEMPTS = 20
@@ -123,6 +122,10 @@ class TableService:
             self.lifetime_ms[FINISHED] = 0
         self.archived: Callable[[str, str, str | None], Awaitable[bytes | None]] | None = None
         self.archive_wakeup = asyncio.Event()  # set after a game ended in this process
+        # Told of every commit this process made, with its frames (table id, version,
+        # audience -> frame, the seat or "invite" whose token it changed), before anything
+        # else awaits: the fan-out delivers them to local sockets without reading them back.
+        self.committed: Callable[[str, int, Mapping[str, bytes], str | None], None] | None = None
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
         self._render_pool: ProcessPoolExecutor | None = None  # started on the first render
         self._render_slot = asyncio.Semaphore(1)
@@ -211,7 +214,7 @@ class TableService:
         return {audience: answers[audience] for audience in sinces}
 
     def notice_channel(self, table_id: str) -> str:
-        return f"t:{{{table_id}}}:n"
+        return TableKeys(table_id).channel
 
     async def summary(self, table_id: str, invite: str | None = None,
                       token: str | None = None) -> dict[str, Any]:
@@ -370,13 +373,22 @@ class TableService:
         bots, clocks). A ``client`` (seat, id) already accepted returns its first version.
         With ``require`` (seat, token hash) the commit is refused (seat_left) unless that token
         still holds that seat when it lands."""
+        cached = self._cached(table_id, expected)
         for _attempt in range(WRITE_ATTEMPTS):
-            loaded = await self.load(table_id)
+            # The first attempt starts from this process's copy when it is at the expected
+            # version (or, without one, at the last version this process saw): the commit's own
+            # version check guards it, so the common case costs one round trip. A copy that
+            # turns out stale costs only that attempt; a refusal is judged again on the table
+            # as Redis has it.
+            loaded = cached if cached is not None else await self.load(table_id)
+            from_cache, cached = cached is not None, None
             if expected is not None and loaded.version != expected:
                 return await self._accepted_or_stale(table_id, loaded.version, client)
             try:
                 result = change(loaded)
             except Rejected as rej:
+                if from_cache:
+                    continue
                 prior = await self._accepted(table_id, client)
                 if prior is not None:
                     return prior
@@ -389,6 +401,14 @@ class TableService:
             if expected is not None:
                 return await self._accepted_or_stale(table_id, None, client)
         raise Rejected("busy", "the table changed too often; try again", status=409)
+
+    def _cached(self, table_id: str, expected: int | None) -> Loaded | None:
+        """This process's copy of the table, when it is at ``expected`` (any version if None)."""
+        cached = self._cache.get(table_id)
+        if cached is None or (expected is not None and cached.version != expected):
+            return None
+        self._cache.move_to_end(table_id)
+        return cached
 
     async def _accepted(self, table_id: str, client: tuple[int, str] | None) -> int | None:
         if client is None:
@@ -409,21 +429,27 @@ class TableService:
                       client: tuple[int, str] | None,
                       require: tuple[int, str] | None = None) -> int | None:
         version = loaded.version + 1
-        docs = change.record.documents(version)
+        before = self._doc(loaded, SPECTATORS)
+        docs = change.record.documents(
+            version, (loaded.record, before) if before is not None else None)
         new = Loaded(version, change.record, dict(docs))
         frames: dict[str, bytes] = {}
         for audience, doc in docs.items():
             viewer = audience_viewer(audience, change.record.config.players)
-            frame = {"t": "diff", "v": version, "ops": diff(self._doc(loaded, audience), doc),
-                     "ev": engine.redact_events(change.events, viewer)}
-            frames[audience] = bytes(msgpack.packb(frame))
+            frames[audience] = protocol.pack(protocol.diff(
+                version, diff(self._doc(loaded, audience), doc),
+                engine.redact_events(change.events, viewer)))
         now = self.now_ms()
         meta = bytes(msgpack.packb(change.record.summary(version)))
         status = change.record.status
+        due = self.due_ms(change.record, now)
+        had_due = loaded.version > 0 and self.due_ms(loaded.record, now) is not None
         result = await self.store.commit(
             table_id, loaded.version, change.record.to_blob(), meta, frames,
             client=client, token=change.token, require=require,
-            lifetime_ms=self.lifetime_ms.get(status, 0))
+            lifetime_ms=self.lifetime_ms.get(status, 0),
+            # tables without bots or clocks leave the deadlines alone
+            due_ms=due if due is not None or had_due else "keep")
         if result.outcome == "dup":
             return result.version
         if result.outcome == "revoked":
@@ -431,6 +457,9 @@ class TableService:
         if result.outcome == "stale":
             return None
         self._remember(table_id, new)
+        if self.committed is not None:
+            self.committed(table_id, version, frames,
+                           str(change.token[1]) if change.token else None)
         if self.archive and status == FINISHED and loaded.record.status != FINISHED:
             # The commit itself is the durable mark (a finished table without expiry, found by
             # the archive's sweep); the job only makes the archive prompt.
@@ -443,10 +472,6 @@ class TableService:
             # slots): a failure here is repaired when the lobby is next listed.
             with contextlib.suppress(RedisError):
                 await self.store.index_public(table_id, change.record.created_ms, status)
-        due = self.due_ms(change.record, now)
-        had_due = loaded.version > 0 and self.due_ms(loaded.record, now) is not None
-        if due is not None or had_due:  # tables without bots or clocks skip this round trip
-            await self.store.schedule(table_id, loaded.version, version, due)
         return version
 
     def due_ms(self, record: TableRecord, now_ms: int) -> int | None:
@@ -490,9 +515,10 @@ class TableService:
 
     async def join(self, table_id: str, seat: int | None, name: str,
                    invite: str | None) -> tuple[int, str]:
-        player = clean_player_name(name)
-        if seat is not None and (not isinstance(seat, int) or isinstance(seat, bool)):
-            raise Rejected("bad_request", "seat must be a seat number or null", status=400)
+        """Seat a person: ``seat`` a seat number or None (the first free one), ``name`` already
+        checked and trimmed (server.table_config.clean_player_name, as the lobby reads a join),
+        ``invite`` the private table's code or None. Returns (seat, the seat's new token)."""
+        player = name
         token = secrets.token_urlsafe(32)
         hashed = token_hash(token)
         taken: list[int] = []
@@ -569,12 +595,11 @@ class TableService:
                      expected_version: int, client_id: str, *, token: str | None = None) -> int:
         """Play ``move`` for ``seat``, held by the token whose hash is ``token``: the commit
         is refused (seat_left) if that token no longer holds the seat when it lands. Only a
-        caller that speaks for the seat itself (a test, a tool) passes ``token=None``."""
-        if not isinstance(client_id, str) or not 1 <= len(client_id) <= MAX_CLIENT_ID:
-            raise Rejected("bad_message", "a move id is a string of 1 to 32 characters")
-        if not isinstance(expected_version, int) or isinstance(expected_version, bool) \
-                or expected_version < 0:
-            raise Rejected("bad_message", "v must be the version the move was made against")
+        caller that speaks for the seat itself (a test, a tool) passes ``token=None``.
+
+        ``move``, ``expected_version`` and ``client_id`` are the fields of a decoded
+        `server.protocol.Move`: a map with string keys, a version >= 0 and an id of 1 to 32
+        characters (server.protocol.decode checks them; they are not checked again here)."""
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat <= 3:
             raise Rejected("not_seated", "only a seated player can move", status=403)
         parsed = parse_move(move)
@@ -619,12 +644,11 @@ class TableService:
         await scheduler.run(stop)
 
 
-def parse_move(move: object) -> Any:
-    """The engine move of a move payload, or Rejected(bad_move) for anything malformed."""
-    if not isinstance(move, Mapping):
-        raise Rejected("bad_move", 'a move is an object such as {"play": "5-3", "on": "5-5"}')
+def parse_move(move: Mapping[str, object]) -> Any:
+    """The engine move of a `server.protocol.Move`'s payload (a map with string keys), or
+    Rejected with the engine's code (bad_move, bad_tile) when it is not a move."""
     try:
-        return engine.move_from_data(dict(move))
+        return engine.move_from_data(move)
     except engine.EngineError as exc:
         raise Rejected(exc.code, exc.message) from exc
     except (TypeError, ValueError, AttributeError, KeyError) as exc:

@@ -1,8 +1,10 @@
 """The `/ws` endpoint: the wire protocol of docs/protocol.md on one websocket.
 
-Owns: frame validation, hello/authentication, moves -> TableService.submit -> accepted/rejected,
-chat, ping, sync, limits (frame size, rate, bad tokens, origin). Fan-out belongs to server.hub.
-Must not import the engine: the socket layer knows nothing of the rules.
+Owns: the conversation -- hello/authentication, moves -> TableService.submit -> accepted/rejected,
+chat, ping, sync, limits (frame size, rate, bad tokens, origin) -- and the one place where a
+refusal (`Rejected`, `ProtocolError` included) becomes a websocket answer (`Session.refuse`).
+Frames are decoded and built by server.protocol only. Fan-out belongs to server.hub. Must not
+import the engine: the socket layer knows nothing of the rules.
 """
 
 from __future__ import annotations
@@ -10,54 +12,41 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING
 
-import msgpack
 from redis.exceptions import RedisError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from server import protocol
 from server.admission import AddressLimits
-from server.connection import Close, Connection, pack
+from server.connection import Connection
 from server.guard import origin_allowed
-from server.hub import Hub, TooManyTables
+from server.hub import Hub
 from server.limits import AddressBudget, TokenBucket
 from server.logs import event
 from server.metrics import Metrics
-from server.rejected import Rejected
+from server.protocol import (
+    MAX_ID,
+    Chat,
+    ClientMessage,
+    Close,
+    Hello,
+    Move,
+    Ping,
+    ProtocolError,
+    Sync,
+    hello_close,
+)
+from server.rejected import Rejected, unavailable
+from server.seams import app_state
 from server.settings import Settings
 from server.store import token_hash
-from server.text import chat_text
 
-if TYPE_CHECKING:  # the table service's type only: the socket layer knows no game rules
-    from server.tables import TableService
+if TYPE_CHECKING:  # the seam's types only: the socket layer knows no game rules
+    from server.seams import AppState, TablePlay
 
-PROTO = 1
-MAX_ID = 32
-MAX_CHAT = 200
-CLIENT_TYPES = ("hello", "move", "chat", "ping", "sync")
-
-
-class BadMessage(Exception):
-    """A client frame that breaks the protocol; answered with error bad_message."""
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def decode(data: bytes) -> dict[str, Any]:
-    try:
-        message = msgpack.unpackb(data, raw=False, strict_map_key=False)
-    except Exception as exc:  # msgpack raises several unrelated types on garbage
-        raise BadMessage("frame is not msgpack") from exc
-    if not isinstance(message, dict):
-        raise BadMessage("frame is not a map")
-    kind = message.get("t")
-    if not isinstance(kind, str):
-        raise BadMessage('frame has no string "t"')
-    if kind not in CLIENT_TYPES:
-        raise BadMessage(f"unknown message type {kind[:40]!r}")
-    return message
+FIRST_HELLO = 'the first message must be "hello"'
+AGAIN_HELLO = "hello was already received"
 
 
 class Session:
@@ -68,10 +57,10 @@ class Session:
         "metrics", "service", "settings", "ws",
     )
 
-    def __init__(self, websocket: WebSocket, state: Any) -> None:
+    def __init__(self, websocket: WebSocket, state: AppState) -> None:
         self.ws = websocket
         self.settings: Settings = state.settings
-        self.service: TableService = state.service
+        self.service: TablePlay = state.service
         self.hub: Hub = state.hub
         self.metrics: Metrics = state.metrics
         self.bad_tokens: AddressBudget = state.bad_tokens
@@ -89,7 +78,27 @@ class Session:
 
     def error(self, code: str, message: str) -> None:
         self.metrics.bad_messages.labels(code=code).inc()
-        self.conn.send_message({"t": "error", "code": code, "message": message})
+        self.conn.send_message(protocol.error(code, message))
+
+    def refuse(self, refusal: Rejected, *, move_id: str | int | None = None,
+               hello: bool = False) -> None:
+        """The websocket answer of a refusal, the only one: `rejected` for a move (``move_id``:
+        its id as sent) with the version it was refused at, else `error`. A refused `hello`
+        then closes the socket with its code (protocol.hello_close); later, only `seat_left`
+        closes (4005)."""
+        if move_id is not None:
+            self.metrics.moves_rejected.labels(code=refusal.code).inc()
+            self.conn.send_message(protocol.rejected(move_id, refusal.code, refusal.message,
+                                                     refusal.version))
+            self.log("move rejected", code=refusal.code)  # never the move: it may name a tile
+        else:
+            self.error(refusal.code, refusal.message)
+        if hello:
+            close = hello_close(refusal)
+            self.conn.close_soon(close, refusal.code.replace("_", " "))
+            self.log("hello refused", code=refusal.code)
+        elif refusal.code == "seat_left":
+            self.conn.close_soon(Close.SEAT_LEFT, "seat left")
 
     async def run(self) -> None:
         await self.ws.accept()
@@ -101,8 +110,8 @@ class Session:
             return
         if not self.limits.open_socket(self.address):
             self.metrics.closes.labels(code=str(int(Close.TOO_MANY_CONNECTIONS))).inc()
-            await self.ws.send_bytes(pack({"t": "error", "code": "too_many_connections",
-                                           "message": "too many connections from your address"}))
+            await self.ws.send_bytes(protocol.pack(protocol.error(
+                "too_many_connections", "too many connections from your address")))
             await self.ws.close(int(Close.TOO_MANY_CONNECTIONS), "too many connections")
             return
         try:
@@ -202,12 +211,19 @@ class Session:
                     continue
                 return
             try:
-                message = decode(data)
-                if message["t"] != "hello":
-                    raise BadMessage('the first message must be "hello"')
-                await self._hello(message)
-            except BadMessage as exc:
-                self.error("bad_message", str(exc))
+                message = protocol.decode(data)
+            except ProtocolError as exc:
+                if exc.code == "unsupported_proto":
+                    self.refuse(exc, hello=True)
+                elif exc.kind not in (None, "hello"):
+                    self.error("bad_message", FIRST_HELLO)
+                else:
+                    self.error(exc.code, exc.message)
+            else:
+                if isinstance(message, Hello):
+                    await self._hello(message)
+                else:
+                    self.error("bad_message", FIRST_HELLO)
             if self.conn.closing is not None:
                 return
         while self.conn.closing is None:
@@ -215,92 +231,79 @@ class Session:
             if data is None:
                 continue
             started = time.perf_counter()
+            decoded: ClientMessage | ProtocolError
             try:
-                message = decode(data)
-            except BadMessage as exc:
-                if self._limit():
-                    self.error("bad_message", str(exc))
+                decoded = protocol.decode(data)
+            except ProtocolError as exc:
+                decoded = exc
+            if isinstance(decoded, ProtocolError) and decoded.kind is None:
+                if self._limit():  # not a message at all: answered while within the rate
+                    self.refuse(decoded)
                 continue
             if not self._limit():
                 if self.conn.closing is not None:
                     return
-                if message["t"] == "move" and isinstance(message.get("id"), str):
-                    self.conn.send_message({
-                        "t": "rejected", "id": message["id"][:MAX_ID], "code": "rate_limited",
-                        "message": "too many messages", "v": None,
-                    })
-                    self.metrics.moves_rejected.labels(code="rate_limited").inc()
+                self._rate_limited(decoded)
+                continue
+            if isinstance(decoded, ProtocolError):
+                if isinstance(decoded.id, str | int) and decoded.kind == "move":
+                    self.refuse(decoded, move_id=decoded.id)
+                elif decoded.kind == "hello":
+                    self.refuse(ProtocolError("bad_message", AGAIN_HELLO, kind="hello"))
                 else:
-                    self.error("rate_limited", "too many messages")
+                    self.refuse(decoded)
                 continue
             try:
-                await self._dispatch(message, started)
-            except BadMessage as exc:
-                self.error("bad_message", str(exc))
+                await self._dispatch(decoded, started)
             except (RedisError, OSError) as exc:
                 self.metrics.redis_errors.inc()
                 self.log("redis error", level=logging.WARNING, error=repr(exc))
-                self.error("unavailable", "storage unavailable, try again")
+                self.refuse(unavailable())
             except Rejected as rej:
-                self.error(rej.code, rej.message)
+                self.refuse(rej)
 
-    async def _dispatch(self, message: dict[str, Any], started: float) -> None:
-        kind = message["t"]
-        if kind == "move":
-            await self._move(message, started)
-        elif kind == "ping":
-            n = message.get("n")
-            if not _is_int(n) and n is not None:
-                raise BadMessage('"n" must be an integer')
-            self.conn.send_message({"t": "pong", "n": n})
-        elif kind == "chat":
-            await self._chat(message)
-        elif kind == "sync":
-            since = message.get("since")
-            if not _is_int(since) or since < 0:
-                raise BadMessage('"since" must be a version (integer >= 0)')
-            await self.hub.resync(self.conn, since)
+    def _rate_limited(self, decoded: ClientMessage | ProtocolError) -> None:
+        """The answer to a message over the rate: a move with a string id is `rejected` with it
+        (so that its sender is not left waiting), anything else gets `error rate_limited`."""
+        move_id = decoded.id if isinstance(decoded, Move | ProtocolError) else None
+        refusal = Rejected("rate_limited", "too many messages", status=429)
+        if isinstance(move_id, str):
+            self.refuse(refusal, move_id=move_id[:MAX_ID])
         else:
-            raise BadMessage("hello was already received")
+            self.refuse(refusal)
 
-    async def _hello(self, message: dict[str, Any]) -> None:
-        proto, table, token, since, invite = (
-            message.get("proto"), message.get("table"), message.get("token"),
-            message.get("since"), message.get("invite"),
-        )
-        if not _is_int(proto):
-            raise BadMessage('"proto" must be an integer')
-        if proto != PROTO:
-            self.error("unsupported_proto", f"this server speaks proto {PROTO}")
-            self.conn.close_soon(Close.POLICY, "unsupported proto")
-            return
-        if not isinstance(table, str) or not 0 < len(table) <= 64:
-            raise BadMessage('"table" must be a table id')
-        if token is not None and (not isinstance(token, str) or not 0 < len(token) <= 256):
-            raise BadMessage('"token" must be a string or null')
-        if since is not None and (not _is_int(since) or since < 0):
-            raise BadMessage('"since" must be a version (integer >= 0) or null')
-        if invite is not None and (not isinstance(invite, str) or not 0 < len(invite) <= 64):
-            raise BadMessage('"invite" must be a string or null')
+    async def _dispatch(self, message: ClientMessage, started: float) -> None:
+        if isinstance(message, Move):
+            await self._move(message, started)
+        elif isinstance(message, Ping):
+            self.conn.send_message(protocol.pong(message.n))
+        elif isinstance(message, Chat):
+            await self._chat(message)
+        elif isinstance(message, Sync):
+            await self.hub.resync(self.conn, message.since)
+        else:
+            raise ProtocolError("bad_message", AGAIN_HELLO, kind="hello")
+
+    async def _hello(self, message: Hello) -> None:
+        table, token, since = message.table, message.token, message.since
         self.conn.table = table
         try:
-            seat, checked_at = await self.service.authenticate(table, token, invite)
+            seat, checked_at = await self.service.authenticate(table, token, message.invite)
         except Rejected as rej:
-            self._refuse(rej)
+            self._refuse_hello(rej)
             return
         except (RedisError, OSError):
             self.metrics.redis_errors.inc()
-            self.error("unavailable", "storage unavailable, try again")
-            self.conn.close_soon(Close.INTERNAL, "storage unavailable")
+            self.refuse(unavailable(), hello=True)
             return
         self.conn.seat = seat
         self.conn.audience = "s" if seat is None else str(seat)
-        if seat is not None and isinstance(token, str):
+        if seat is not None and token is not None:
             self.conn.token_hash = token_hash(token)
             self.conn.token_version = checked_at
 
         def welcome(version: int) -> dict[str, object]:
-            return {"t": "welcome", "proto": PROTO, "table": table, "seat": seat, "v": version}
+            return protocol.welcome(table, seat, version)
 
         try:
             await self.hub.attach(self.conn, since, welcome)
@@ -308,71 +311,33 @@ class Session:
             self.metrics.redis_errors.inc()
             self.log("redis error", level=logging.WARNING, error=repr(exc))
             self.attached = True  # detach cleans up whatever attach registered
-            self.error("unavailable", "storage unavailable, try again")
-            self.conn.close_soon(Close.INTERNAL, "storage unavailable")
-            return
-        except TooManyTables:
-            self.error("unavailable", "this server is full, reconnect")
-            self.conn.close_soon(Close.GOING_AWAY, "server full")
+            self.refuse(unavailable(), hello=True)
             return
         except Rejected as rej:
-            self._refuse(rej)
+            self._refuse_hello(rej)
             return
         self.attached = True
         self.log("hello", since=since)
 
-    def _refuse(self, rej: Rejected) -> None:
-        code = rej.code
-        if code == "bad_token" and not self.bad_tokens.charge(self.address):
-            self.error("rate_limited", "too many bad tokens from this address")
-            self.conn.close_soon(Close.RATE_LIMIT, "bad token rate")
-        elif code == "bad_token":
-            self.error("bad_token", rej.message)
-            self.conn.close_soon(Close.BAD_TOKEN, "bad token")
-        elif code == "seat_left":
-            self.error("seat_left", rej.message)
-            self.conn.close_soon(Close.SEAT_LEFT, "seat left")
-        elif code == "unknown_table":
-            self.error("unknown_table", rej.message)
-            self.conn.close_soon(Close.UNKNOWN_TABLE, "unknown table")
-        elif code == "too_many_tables":
-            self.error(code, rej.message)
-            self.conn.close_soon(Close.TOO_MANY_CONNECTIONS, "too many tables")
-        elif code == "too_many_spectators":
-            self.error(code, rej.message)
-            self.conn.close_soon(Close.TOO_MANY_SPECTATORS, "too many spectators")
-        else:
-            self.error(code, rej.message)
-            self.conn.close_soon(Close.INTERNAL if code == "unavailable" else Close.POLICY, code)
-        self.log("hello refused", code=code)
+    def _refuse_hello(self, rej: Rejected) -> None:
+        """A refused hello; a refused token is charged to the address's bad-token budget, and
+        once that is spent the answer is `rate_limited` instead."""
+        if rej.code == "bad_token" and not self.bad_tokens.charge(self.address):
+            rej = Rejected("rate_limited", "too many bad tokens from this address", status=429)
+        self.refuse(rej, hello=True)
 
-    async def _move(self, message: dict[str, Any], started: float) -> None:
-        client_id, version, move = message.get("id"), message.get("v"), message.get("move")
-        if not isinstance(client_id, str) or not 0 < len(client_id) <= MAX_ID:
-            if not isinstance(client_id, str | int) or isinstance(client_id, bool):
-                raise BadMessage('"id" must be a string of 1 to 32 characters')
-            # Answered with the id as sent, so a client waiting on it is not left waiting.
-            self._reject(client_id, "bad_message", '"id" must be a string of 1 to 32 characters',
-                         None)
+    async def _move(self, message: Move, started: float) -> None:
+        if self.conn.seat is None:
+            self.refuse(Rejected("not_seated", "spectators cannot move", status=403),
+                        move_id=message.id)
             return
         try:
-            if not _is_int(version) or version < 0:
-                raise BadMessage('"v" must be a version (integer >= 0)')
-            if not isinstance(move, dict) or not all(isinstance(k, str) for k in move):
-                raise BadMessage('"move" must be a map')
-            if self.conn.seat is None:
-                self._reject(client_id, "not_seated", "spectators cannot move", None)
-                return
             new_version = await self.service.submit(
-                self.conn.table, self.conn.seat, move, version, client_id,
+                self.conn.table, self.conn.seat, message.move, message.v, message.id,
                 token=self.conn.token_hash,
             )
-        except BadMessage as exc:
-            self._reject(client_id, "bad_message", str(exc), None)
         except Rejected as rej:
-            self._reject(client_id, rej.code, rej.message, rej.version)
-            if rej.code == "seat_left":
-                self.conn.close_soon(Close.SEAT_LEFT, "seat left")
+            self.refuse(rej, move_id=message.id)
         else:
             # The move is committed: its answer is `accepted` whatever happens to delivery. A
             # diff that cannot be fetched now is retried in the background (and a client that
@@ -383,20 +348,11 @@ class Session:
                 self.metrics.redis_errors.inc()
                 self.log("delivery after commit failed", level=logging.WARNING, error=repr(exc))
                 self.hub.request_pump(self.conn.table, None)
-            self.conn.send_message({"t": "accepted", "id": client_id, "v": new_version})
+            self.conn.send_message(protocol.accepted(message.id, new_version))
             self.metrics.moves_accepted.inc()
         self.metrics.ack_seconds.observe(time.perf_counter() - started)
 
-    def _reject(self, client_id: str | int, code: str, message: str,
-                version: int | None) -> None:
-        self.metrics.moves_rejected.labels(code=code).inc()
-        self.conn.send_message(
-            {"t": "rejected", "id": client_id, "code": code, "message": message, "v": version}
-        )
-        self.log("move rejected", code=code)  # never the move: it may name a hidden tile
-
-    async def _chat(self, message: dict[str, Any]) -> None:
-        text = chat_text(message.get("text"), MAX_CHAT, BadMessage)
+    async def _chat(self, message: Chat) -> None:
         if self.chat_bucket.take() != "ok":
             self.error("rate_limited", "too many chat messages")
             return
@@ -408,8 +364,8 @@ class Session:
                 name = str(seat_name or f"seat {self.conn.seat}")
             except (Rejected, KeyError, IndexError, TypeError):
                 name = f"seat {self.conn.seat}"
-        await self.hub.chat(self.conn, name, text)
+        await self.hub.chat(self.conn, name, message.text)
 
 
 async def websocket_endpoint(websocket: WebSocket) -> None:
-    await Session(websocket, websocket.app.state).run()
+    await Session(websocket, app_state(websocket.app)).run()

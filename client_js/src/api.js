@@ -35,6 +35,7 @@ const q = (invite) => (invite ? `?invite=${encodeURIComponent(invite)}` : "");
 const enc = encodeURIComponent;
 
 export const api = {
+  meta: () => call("GET", "/api/meta"),
   createTable: (spec) => call("POST", "/api/tables", spec),
   listTables: () => call("GET", "/api/tables"),
   getTable: (id, invite) => call("GET", `/api/tables/${enc(id)}${q(invite)}`),

@@ -1,39 +1,34 @@
 /**
  * The lobby page (#/): create a table (preset, players, bot seats, clock, privacy),
  * list open and live tables, join a seat or watch. Talks to the server only through
- * api.js; the game itself happens on the table page.
+ * api.js; the game itself happens on the table page. The presets, options and bot levels
+ * offered are the server's (GET /api/meta, meta.js).
  */
 import { api, playerName, saveSeat, savedSeat, setPlayerName } from "./api.js";
+import {
+  botLevels, clockChoices, clockFields, defaultLevel, defaultPreset, nameLimits, playerCounts,
+  presetChoices, presetLabel, timeoutChoices,
+} from "./meta.js";
 import { el, esc, fill } from "./view/dom.js";
 import { uprightTile } from "./view/tiles.js";
 
-/** Presets of the rules (docs/notation.md); names are what the server accepts. */
-export const PRESETS = [
-  ["all-fives", "All Fives"],
-  ["all-fives-bga", "All Fives (BGA scoring)"],
-  ["all-fives-classic", "All Fives (classic)"],
-  ["all-fives-pagat", "All Fives (pagat)"],
-  ["dominoesstars", "All Fives (DominoesStars)"],
-  ["muggins", "Muggins"],
-  ["five-up", "Five Up"],
-  ["all-threes", "All Threes"],
-  ["fives-and-threes", "Fives and Threes"],
-  ["bergen", "Bergen"],
-  ["double-bergen", "Double Bergen"],
-  ["block", "Block"],
-  ["draw", "Draw"],
-  ["block-penalty", "Block (penalty)"],
-];
-const LEVELS = ["random", "greedy", "strong"];
-const presetLabel = (rules) => {
-  const name = typeof rules === "string" ? rules : rules?.preset ?? "all-fives";
-  return PRESETS.find(([n]) => n === name)?.[1] ?? name;
-};
+let metaLoad = null;
+
+/** The server's presets, create options and bot levels, fetched once per page (again after a
+ * failure). */
+export function loadMeta() {
+  metaLoad ??= api.meta().catch((e) => {
+    metaLoad = null;
+    throw e;
+  });
+  return metaLoad;
+}
 
 /** Renders the lobby into `root`; returns a function that stops its refresh timer. */
 export function showLobby(root) {
   const listBox = el("div", { class: "table-list", "aria-live": "polite" }, "Loading tables…");
-  const form = createForm();
+  const formBox = el("div", { class: "create-box" }, "Loading…");
+  let meta = null;
   const hero = el("header", { class: "hero" },
     el("div", { class: "hero-tiles", "aria-hidden": "true",
       html: ["5-5", "5-0", "6-4", "3-2"].map((t) => uprightTile(t)).join("") }),
@@ -42,15 +37,25 @@ export function showLobby(root) {
       el("p", { class: "muted" },
         "Muggins, Five Up, Fives and Threes, Bergen, Block, Draw: play live with friends or bots, or watch a table.")));
   fill(root, hero, el("div", { class: "lobby" },
-    el("section", { class: "panel create" }, el("h1", {}, "New table"), form),
+    el("section", { class: "panel create" }, el("h1", {}, "New table"), formBox),
     el("section", { class: "panel tables" },
       el("h2", {}, "Tables"), listBox,
       el("button", { type: "button", class: "ghost", onclick: () => refresh() }, "Refresh"))));
   let stopped = false;
+  let lastTables = null;
+  loadMeta().then((loaded) => {
+    if (stopped) return;
+    meta = loaded;
+    fill(formBox, createForm(meta));
+    if (lastTables) renderList(listBox, lastTables, meta);
+  }, (e) => {
+    if (!stopped) formBox.textContent = `Could not load the table options: ${e.message}`;
+  });
   async function refresh() {
     try {
       const { tables } = await api.listTables();
-      if (!stopped) renderList(listBox, tables ?? []);
+      lastTables = tables ?? [];
+      if (!stopped) renderList(listBox, lastTables, meta);
     } catch (e) {
       if (!stopped) listBox.textContent = `Could not load tables: ${e.message}`;
     }
@@ -63,48 +68,54 @@ export function showLobby(root) {
   };
 }
 
-function createForm() {
+function createForm(meta) {
   const seatsBox = el("div", { class: "seat-choices" });
   const clockExtra = el("div", { class: "clock-extra" });
+  const limits = nameLimits(meta);
+  const firstPreset = defaultPreset(meta);
+  const players = playerCounts(meta);
   const form = el("form", { class: "create-form", "aria-label": "create a table" },
-    field("Your name", el("input", { name: "player", required: true, maxlength: 24,
+    field("Your name", el("input", { name: "player", required: true, maxlength: limits.player,
       value: playerName(), autocomplete: "nickname" })),
-    field("Table name", el("input", { name: "name", maxlength: 40, placeholder: "Friday fives" })),
+    field("Table name", el("input", { name: "name", maxlength: limits.table,
+      placeholder: "Friday fives" })),
     field("Game", el("select", { name: "preset" },
-      PRESETS.map(([v, label]) => el("option", { value: v }, label)))),
+      presetChoices(meta).map(([v, label]) => el("option", { value: v, selected: v === firstPreset },
+        label)))),
     field("Players", el("select", { name: "players", onchange: () => drawSeats() },
-      [2, 3, 4].map((n) => el("option", { value: n }, `${n} players`)))),
+      players.counts.map((n) => el("option", { value: n, selected: n === players.first },
+        `${n} players`)))),
     seatsBox,
     field("Clock", el("select", { name: "clock", onchange: () => drawClock() },
-      el("option", { value: "none" }, "No clock"),
-      el("option", { value: "realtime" }, "Real time"),
-      el("option", { value: "turn" }, "Turn based (days)"))),
+      clockChoices(meta).map(([v, words]) => el("option", { value: v }, words)))),
     clockExtra,
     el("label", { class: "check" }, el("input", { type: "checkbox", name: "private" }),
       " Private (invite link only)"),
     el("p", { class: "form-error", role: "alert" }),
     el("button", { type: "submit", class: "primary" }, "Create and sit down"));
 
+  const levels = botLevels(meta);
+  const firstLevel = defaultLevel(meta);
   function drawSeats() {
     const n = Number(form.players.value);
     fill(seatsBox, ...Array.from({ length: n - 1 }, (_, i) => field(`Seat ${i + 2}`,
       el("select", { name: `seat${i + 1}`, class: "seat-kind" },
         el("option", { value: "human" }, "Open for a player"),
-        LEVELS.map((l) => el("option", { value: l, selected: l === "greedy" && i === 0 },
+        levels.map((l) => el("option", { value: l, selected: l === firstLevel && i === 0 },
           `Bot (${l})`))))));
   }
   function drawClock() {
     const kind = form.clock.value;
-    const num = (name, label, value, max) => field(label,
-      el("input", { name, type: "number", min: 1, max, value, inputmode: "numeric" }));
+    const fields = clockFields(meta, kind);
     const timeout = field("When time runs out", el("select", { name: "on_timeout" },
-      el("option", { value: "bot" }, "a bot plays the turn"),
-      el("option", { value: "forfeit" }, "the game is forfeited")));
-    fill(clockExtra, ...(kind === "realtime"
-      ? [num("move_s", "Seconds per move", 30, 600), num("reserve_s", "Reserve (seconds)", 120, 3600), timeout]
-      : kind === "turn"
-        ? [num("move_h", "Hours per move", 24, 240), num("max_h", "Most hours banked", 72, 720), timeout]
-        : []));
+      timeoutChoices(meta).map(([v, words]) => el("option", { value: v }, words))));
+    fill(clockExtra, ...(fields.length === 0 ? [] : [
+      ...fields.map((f) => field(f.label, el("input", {
+        name: f.name, type: "number", min: f.min, max: f.max, value: f.value, step: "any",
+        inputmode: "decimal",
+      }))),
+      timeout,
+    ]));
   }
   drawSeats();
   drawClock();
@@ -119,11 +130,9 @@ function createForm() {
       if (kind !== "human") bots[String(i)] = kind;
     }
     const kind = form.clock.value;
-    const clock = kind === "realtime"
-      ? { kind, move_s: Number(form.move_s.value), reserve_s: Number(form.reserve_s.value) }
-      : kind === "turn"
-        ? { kind, move_h: Number(form.move_h.value), max_h: Number(form.max_h.value) }
-        : null;
+    const fields = clockFields(meta, kind);
+    const clock = fields.length === 0 ? null : { kind };
+    for (const f of fields) clock[f.name] = Number(form[f.name].value);
     const name = form.player.value.trim();
     setPlayerName(name);
     const spec = {
@@ -151,7 +160,7 @@ function field(label, input) {
   return el("label", { class: "field" }, el("span", {}, label), input);
 }
 
-function renderList(box, tables) {
+function renderList(box, tables, meta) {
   if (tables.length === 0) {
     fill(box, el("p", { class: "muted" }, "No open tables. Create one!"));
     return;
@@ -174,7 +183,7 @@ function renderList(box, tables) {
     return el("li", { class: `table-row ${t.status}`, "data-table": t.id },
       el("div", { class: "table-info" },
         el("strong", {}, t.name || t.id), " ",
-        el("span", { class: "tag" }, presetLabel(t.rules)), " ",
+        el("span", { class: "tag" }, presetLabel(meta, t.rules)), " ",
         el("span", { class: `tag status-${t.status}` }, t.status),
         el("div", { class: "muted seats-line", html: names.join(" · ") })),
       el("div", { class: "table-actions" }, actions));

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.cli.match import register_match
+from engine.cli.match import add_rules_arguments, register_match
 from engine.cli.terminal import register_play
 from engine.errors import EngineError, InvalidRules
 from engine.files import load_transcript
@@ -114,9 +114,7 @@ def run_selfplay(args: argparse.Namespace) -> int:
 
 def register_selfplay(sub: Any) -> None:
     p = sub.add_parser("selfplay", help="play random games and print throughput figures")
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--preset", help="preset name, e.g. all-fives")
-    which.add_argument("--rules", help='rules spec as JSON, e.g. {"preset":"block"}')
+    add_rules_arguments(p)
     p.add_argument("--players", type=int, default=2)
     p.add_argument("--games", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)

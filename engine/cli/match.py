@@ -227,12 +227,17 @@ def run_match_command(args: Any) -> int:
     return 0
 
 
+def add_rules_arguments(parser: Any) -> None:
+    """``--preset NAME`` or ``--rules JSON``, one of them required (match and selfplay)."""
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--preset", help="preset name, e.g. all-fives")
+    which.add_argument("--rules", help='rules spec as JSON, e.g. {"preset":"block"}')
+
+
 def register_match(sub: Any) -> None:
     """Add the `match` subcommand to the engine's command line."""
     p = sub.add_parser("match", help="play bot against bot on seeded deals; print figures")
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--preset", help="preset name, e.g. all-fives")
-    which.add_argument("--rules", help='rules spec as JSON, e.g. {"preset":"block"}')
+    add_rules_arguments(p)
     p.add_argument("--players", type=int, default=2, choices=(2, 3, 4))
     p.add_argument("--a", required=True, choices=BOT_LEVELS, help="bot A")
     p.add_argument("--b", required=True, choices=BOT_LEVELS, help="bot B")

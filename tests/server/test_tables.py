@@ -150,7 +150,7 @@ async def test_table_starts_playing_when_the_last_person_sits(tables: TableServi
     assert seat == 0 and len(token) >= 43
     version, doc = await tables.snapshot(table_id, "0")
     assert (version, doc["table"]["status"], doc["game"]) == (2, "waiting", None)
-    assert await tables.join(table_id, 1, " bob ", None) is not None
+    assert await tables.join(table_id, 1, "bob", None) is not None
     version, doc = await tables.snapshot(table_id, "1")
     assert version == 3
     assert doc["table"]["status"] == "playing"
@@ -219,12 +219,12 @@ async def test_garbage_moves_are_rejected_with_codes_and_change_nothing(
                 await tables.submit(table_id, who, move, version, f"g{i}-{who}")
             assert refused.value.code and refused.value.code.isidentifier(), move
             assert 400 <= refused.value.status < 500
-    for bad in [(seat, {"draw": True}, -1, "x"), (seat, {"draw": True}, version, ""),
-                (seat, {"draw": True}, version, "x" * 33), (seat, {"draw": True}, "1", "x"),
-                (7, {"draw": True}, version, "x"), (True, {"draw": True}, version, "x")]:
+    # The id and version are the wire's to check (tests/server/test_protocol.py); a seat that
+    # is no seat is refused here.
+    for bad in [(7, {"draw": True}, version, "x"), (True, {"draw": True}, version, "x")]:
         with pytest.raises(Rejected) as refused:
             await tables.submit(table_id, *bad)  # type: ignore[arg-type]
-        assert refused.value.code in ("bad_message", "not_seated")
+        assert refused.value.code == "not_seated"
     assert await tables.snapshot(table_id, "s") == (version, before)
     assert await redis_client.get(TableKeys(table_id).state) == state_before
     assert await redis_client.xlen(TableKeys(table_id).stream) == version

@@ -1,0 +1,147 @@
+"""The committing process's move path: one Redis round trip when its copy of the table is
+current, the deadline written in the same atomic step, and a stale copy never changing an
+answer (two services on one Redis stand for two server processes)."""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import AsyncIterator, Mapping
+
+import pytest
+import redis.asyncio
+
+from server.store import DEADLINES, Store, deadline_member
+from server.tables import Rejected, TableService
+from tests.support.tables import ManualClock, frames, new_table, play_random
+
+COMMIT_SCRIPT_COMMANDS = {"get", "hget", "set", "hset", "hdel", "xadd", "persist", "pexpire",
+                          "publish", "zadd", "zrem"}
+
+
+def service_on(client: redis.asyncio.Redis, seed: int = 2026) -> TableService:
+    service = TableService(client, bot_delay_ms=0, clock=ManualClock())
+    service.seed_source = functools.partial(random.Random(seed).getrandbits, 62)
+    return service
+
+
+@pytest.fixture
+async def pair(redis_client: redis.asyncio.Redis,
+               ) -> AsyncIterator[tuple[TableService, TableService]]:
+    yield service_on(redis_client), service_on(redis_client)
+
+
+async def command_calls(client: redis.asyncio.Redis) -> dict[str, int]:
+    stats = await client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+
+
+async def test_a_move_on_a_current_copy_is_one_script_call_and_no_read(
+        pair: tuple[TableService, TableService], redis_client: redis.asyncio.Redis) -> None:
+    service, _ = pair
+    table_id, _ = await new_table(service)
+    rng = random.Random(1)
+    await play_random(service, table_id, rng, "m1")  # its snapshots read the table first
+    version, doc = await service.snapshot(table_id, "s")
+    seat = doc["game"]["turn"]
+    _, own = await service.snapshot(table_id, str(seat))
+    before = await command_calls(redis_client)
+    assert await service.submit(table_id, seat, own["game"]["legal"][0], version, "m2") \
+        == version + 1
+    after = await command_calls(redis_client)
+    grown = {name: after[name] - before.get(name, 0) for name in after
+             if after[name] != before.get(name, 0)}
+    # Redis counts the script's own commands too: the commit's GET/HGET/SET/XADD/..., and
+    # besides them only the INFO of this test; the table is never read (MGET, XRANGE).
+    assert grown.pop("evalsha") == 1, grown
+    assert grown.pop("info") == 1, grown
+    assert set(grown) <= COMMIT_SCRIPT_COMMANDS, grown
+
+
+async def test_a_move_through_a_process_whose_copy_is_behind_commits_on_the_real_version(
+        pair: tuple[TableService, TableService]) -> None:
+    one, two = pair
+    table_id, _ = await new_table(one)
+    await two.snapshot(table_id, "s")  # `two` now holds a copy at this version
+    rng = random.Random(5)
+    for n in range(6):  # alternate processes: each one's copy is behind every other time
+        service = one if n % 2 else two
+        version = await play_random(service, table_id, rng, f"m{n}")
+        assert version == (await one.snapshot(table_id, "s"))[0]
+    _, left = await one.snapshot(table_id, "0")
+    _, right = await two.snapshot(table_id, "0")
+    assert left == right
+
+
+async def test_a_refusal_from_a_stale_copy_is_judged_again_on_the_stored_table(
+        pair: tuple[TableService, TableService]) -> None:
+    one, two = pair
+    created = await one.create({"players": 2})
+    table_id = str(created["id"])
+    _, token = await one.join(table_id, 0, "ann", None)
+    await two.snapshot(table_id, "s")  # `two` sees seat 0 taken
+    await one.leave(table_id, token)  # ... and it is free again
+    seat, _ = await two.join(table_id, 0, "bob", None)
+    assert seat == 0
+    _, doc = await one.snapshot(table_id, "s")
+    assert doc["table"]["seats"][0]["name"] == "bob"
+
+
+async def test_a_stale_copy_still_answers_a_retried_move_with_its_first_version(
+        pair: tuple[TableService, TableService]) -> None:
+    one, two = pair
+    table_id, _ = await new_table(one)
+    version, doc = await one.snapshot(table_id, "s")
+    await two.snapshot(table_id, "s")
+    seat = doc["game"]["turn"]
+    _, own = await one.snapshot(table_id, str(seat))
+    move = own["game"]["legal"][0]
+    first = await one.submit(table_id, seat, move, version, "same-id")
+    assert await two.submit(table_id, seat, move, version, "same-id") == first
+    with pytest.raises(Rejected) as refused:
+        await two.submit(table_id, seat, move, version, "other-id")
+    assert refused.value.code == "stale_version"
+    assert refused.value.version == first
+
+
+def deadline_of(entries: list[tuple[bytes, float]], table_id: str) -> dict[str, int]:
+    return {member.decode(): int(score) for member, score in entries
+            if member.decode().startswith(table_id + ":")}
+
+
+async def test_the_deadline_moves_with_the_commit_and_not_without_it(
+        redis_client: redis.asyncio.Redis) -> None:
+    store = Store(redis_client)
+    await store.commit("dl1234", 0, b"s", b"m", frames(1), due_ms=1000)
+    entries = await redis_client.zrange(DEADLINES, 0, -1, withscores=True)
+    assert deadline_of(entries, "dl1234") == {deadline_member("dl1234", 1): 1000}
+    assert (await store.commit("dl1234", 1, b"s", b"m", frames(2), due_ms=2000)).outcome == "ok"
+    # a stale commit leaves the deadline as it is
+    assert (await store.commit("dl1234", 1, b"s", b"m", frames(2), due_ms=5)).outcome == "stale"
+    entries = await redis_client.zrange(DEADLINES, 0, -1, withscores=True)
+    assert deadline_of(entries, "dl1234") == {deadline_member("dl1234", 2): 2000}
+    await store.commit("dl1234", 2, b"s", b"m", frames(3), due_ms=None)
+    entries = await redis_client.zrange(DEADLINES, 0, -1, withscores=True)
+    assert deadline_of(entries, "dl1234") == {}
+    # "keep" leaves the deadlines alone, and the table's keys keep no deadline key's lifetime
+    await redis_client.zadd(DEADLINES, {deadline_member("dl1234", 3): 7})
+    await store.commit("dl1234", 3, b"s", b"m", frames(4), lifetime_ms=60_000)
+    entries = await redis_client.zrange(DEADLINES, 0, -1, withscores=True)
+    assert deadline_of(entries, "dl1234") == {deadline_member("dl1234", 3): 7}
+    assert await redis_client.pttl(DEADLINES) == -1
+
+
+async def test_every_commit_is_told_with_the_frames_it_stored(
+        pair: tuple[TableService, TableService]) -> None:
+    one, _ = pair
+    told: list[tuple[str, int, Mapping[str, bytes], str | None]] = []
+    one.committed = lambda *args: told.append(args)
+    table_id, _ = await new_table(one)
+    version = await play_random(one, table_id, random.Random(2), "m1")
+    assert [(t, v) for t, v, _, _ in told] == [(table_id, v) for v in range(1, version + 1)]
+    assert told[1][3] == "0" and told[2][3] == "1"  # the joins set seat tokens
+    stored = await one.frames_since_many(table_id, {"0": 0, "1": 0, "s": 0})
+    for _, v, sent, _ in told:
+        for audience, frames_of_audience in stored.items():
+            assert frames_of_audience is not None
+            assert dict(frames_of_audience)[v] == sent[audience]
