@@ -45,10 +45,17 @@ def same(a: object, b: object) -> bool:
     return a == b
 
 
-def diff(old: object, new: object) -> list[Op]:
-    """The ops that turn ``old`` into ``new`` (empty when they are the same)."""
+Memo = dict[tuple[int, int, tuple[str | int, ...]], list[Op]]
+
+
+def diff(old: object, new: object, memo: Memo | None = None) -> list[Op]:
+    """The ops that turn ``old`` into ``new`` (empty when they are the same).
+
+    ``memo``: shared by the diffs of documents that share parts (every audience's document of
+    one version, engine.views): a pair of shared maps or lists at the same path is compared
+    once and its ops reused. Only while all those documents are alive (ids are its keys)."""
     ops: list[Op] = []
-    _diff(old, new, [], ops)
+    _diff(old, new, [], ops, memo)
     return ops
 
 
@@ -56,7 +63,7 @@ def _size(ops: list[Op]) -> int:
     return len(msgpack.packb(ops))
 
 
-def _diff(old: object, new: object, path: Path, ops: list[Op]) -> None:
+def _diff(old: object, new: object, path: Path, ops: list[Op], memo: Memo | None) -> None:
     # One pass: every node is visited once, except below an object shared by both (skipped);
     # leaves compare by type and value.
     if old is new:
@@ -64,29 +71,41 @@ def _diff(old: object, new: object, path: Path, ops: list[Op]) -> None:
     kind = type(old)
     if kind is not type(new):
         ops.append(["=", path, new])
-    elif kind is dict:
+        return
+    if kind is not dict and kind is not list:
+        if old != new:
+            ops.append(["=", path, new])
+        return
+    key = (id(old), id(new), tuple(path)) if memo is not None else None
+    if key is not None and memo is not None:
+        known = memo.get(key)
+        if known is not None:
+            ops.extend(known)
+            return
+    start = len(ops)
+    if kind is dict:
         assert isinstance(old, dict) and isinstance(new, dict)
-        for key in old:
-            if key not in new:
-                ops.append(["-", [*path, key]])
-        for key, value in new.items():
-            if key not in old:
-                ops.append(["=", [*path, key], value])
-            elif old[key] is not value:
-                _diff(old[key], value, [*path, key], ops)
-    elif kind is list:
+        for name in old:
+            if name not in new:
+                ops.append(["-", [*path, name]])
+        for name, value in new.items():
+            if name not in old:
+                ops.append(["=", [*path, name], value])
+            elif old[name] is not value:
+                _diff(old[name], value, [*path, name], ops, memo)
+    else:
         assert isinstance(old, list) and isinstance(new, list)
-        ops.extend(_diff_list(old, new, path))
-    elif old != new:
-        ops.append(["=", path, new])
+        ops.extend(_diff_list(old, new, path, memo))
+    if key is not None and memo is not None:
+        memo[key] = ops[start:]
 
 
-def _diff_list(old: list[Any], new: list[Any], path: Path) -> list[Op]:
+def _diff_list(old: list[Any], new: list[Any], path: Path, memo: Memo | None) -> list[Op]:
     n_old, n_new = len(old), len(new)
     changed: list[Op] = []
     for i in range(min(n_old, n_new)):
         if old[i] is not new[i]:
-            _diff(old[i], new[i], [*path, i], changed)
+            _diff(old[i], new[i], [*path, i], changed, memo)
     if not changed and n_new >= n_old:  # an unchanged prefix: append what is new, if any
         return [["+", path, new[n_old:]]] if n_new > n_old else []
     ops: list[Op] = [["~", path, n_new]] if n_new < n_old else []

@@ -29,7 +29,7 @@ from redis.exceptions import RedisError
 
 import engine
 from server import protocol, replays
-from server.diff import diff
+from server.diff import Memo, diff
 from server.record import (
     FINISHED,
     PLAYING,
@@ -434,10 +434,11 @@ class TableService:
             version, (loaded.record, before) if before is not None else None)
         new = Loaded(version, change.record, dict(docs))
         frames: dict[str, bytes] = {}
+        shared: Memo = {}  # the audiences' documents share parts: each is compared once
         for audience, doc in docs.items():
             viewer = audience_viewer(audience, change.record.config.players)
             frames[audience] = protocol.pack(protocol.diff(
-                version, diff(self._doc(loaded, audience), doc),
+                version, diff(self._doc(loaded, audience), doc, shared),
                 engine.redact_events(change.events, viewer)))
         now = self.now_ms()
         meta = bytes(msgpack.packb(change.record.summary(version)))

@@ -11,7 +11,7 @@ import msgpack
 import pytest
 
 import engine
-from server.diff import apply_ops, diff, same
+from server.diff import Memo, apply_ops, diff, same
 from server.record import PLAYING, TableRecord
 from server.table_config import parse_create_request
 
@@ -39,10 +39,13 @@ def test_shared_documents_equal_fresh_ones_and_diffs_rebuild_them(preset: str,
         docs = record.documents(version, previous)
         fresh = record.documents(version)
         assert docs.keys() == fresh.keys()
+        memo: Memo = {}  # shared by the audiences, as a commit shares it
         for audience in docs:
             assert same(docs[audience], fresh[audience]), (preset, version, audience)
             if old_docs is not None:
-                rebuilt = apply_ops(old_docs[audience], diff(old_docs[audience], docs[audience]))
+                ops = diff(old_docs[audience], docs[audience], memo)
+                assert ops == diff(old_docs[audience], docs[audience]), (preset, version)
+                rebuilt = apply_ops(old_docs[audience], ops)
                 assert same(rebuilt, fresh[audience]), (preset, version, audience)
         previous, old_docs = (record, docs["s"]), docs
 
