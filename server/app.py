@@ -134,7 +134,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     # Without any PostgreSQL there is no archive: finished tables just expire after RETENTION.
     service = TableService(redis, bot_delay_ms=settings.bot_delay_ms,
                            waiting_ttl_s=settings.waiting_ttl_s, retention_s=settings.retention_s,
-                           seat_connect_s=settings.seat_connect_s, archive=db_url is not None)
+                           seat_connect_s=settings.seat_connect_s, archive=db_url is not None,
+                           notice_frames_max=settings.notice_frames_max)
     process_id = uuid.uuid4().hex[:12]
     hub = Hub(redis, service, metrics, settings, process_id)
     postgres = Postgres(db_url)

@@ -48,7 +48,7 @@ class Metrics:
         self.resyncs = Counter("dominoes_resyncs", "Sync requests from clients", registry=r)
         self.direct_deliveries = Counter(
             "dominoes_direct_deliveries",
-            "Versions committed by this process and queued on its sockets without a read",
+            "Versions queued on local sockets from the commit or its notice, without a read",
             registry=r)
         self.send_queue_depth = Histogram(
             "dominoes_send_queue_depth",

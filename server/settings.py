@@ -116,6 +116,7 @@ class Settings:
     ws_impl: str = "websockets-sansio"
     # Floods (docs/operations.md "Limits and abuse").
     send_queue_bytes: int = 65536  # bytes queued per connection (besides the SEND_QUEUE frames)
+    notice_frames_max: int = 16384  # a commit's notice carries its frames up to this size
     sync_cooldown_s: float = 1.0  # a sync sooner than this after the last is coalesced
     chat_rate: float = 1.0  # chat lines per second per connection ...
     chat_burst: int = 5
@@ -216,6 +217,7 @@ class Settings:
             ws_impl=e.get("WS_IMPL", d.ws_impl),
             ws_deflate=e.get("WS_DEFLATE", "").strip().lower() in ("1", "true", "yes", "on"),
             send_queue_bytes=max(1, int(num("SEND_QUEUE_BYTES", d.send_queue_bytes))),
+            notice_frames_max=max(0, int(num("NOTICE_FRAMES_MAX", d.notice_frames_max))),
             sync_cooldown_s=float(num("SYNC_COOLDOWN_S", d.sync_cooldown_s, float)),
             chat_rate=chat[0], chat_burst=chat[1],
             table_chat_rate=table_chat[0], table_chat_burst=table_chat[1],

@@ -27,7 +27,9 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
                      presence)
 - ``{id}:chatbudget:p``, ``{id}:chatbudget:s``  hashes ``tokens``, ``stamp``: the chat token
                      buckets of the players and of the spectators (server.crowd; own expiry)
-- channel ``t:{id}:n`` one notice per commit, the new version as ASCII digits
+- channel ``t:{id}:n`` one notice per commit: msgpack ``[version, {audience: frame}, the seat
+  or ``invite`` whose token it changed, or nil]``, or (frames over ``NOTICE_FRAMES_MAX``
+  bytes) the bare new version as ASCII digits
 - channel ``{id}:live`` msgpack maps ``{"k": "chat", "f": frame}``, ``{"k": "presence"}``,
                      ``{"k": "claim", "seat": seat, "n": number}`` (no version)
 
@@ -335,12 +337,14 @@ class Store:
     """Thin async access to the layout above. The client must return bytes (the redis-py
     default, ``decode_responses=False``)."""
 
-    def __init__(self, client: redis.asyncio.Redis, *, history_limit: int | None = None) -> None:
+    def __init__(self, client: redis.asyncio.Redis, *, history_limit: int | None = None,
+                 notice_frames_max: int = 16384) -> None:
         if client.get_connection_kwargs().get("decode_responses"):  # type: ignore[no-untyped-call]
             raise ValueError("the Redis client must be created with decode_responses=False")
         self.redis = client
         self.history_limit = history_limit
         self.cluster = isinstance(client, RedisCluster)
+        self.notice_frames_max = notice_frames_max
         self._commit = client.register_script(_COMMIT_LUA)
         self._release = client.register_script(_RELEASE_LUA)
         self._reschedule = client.register_script(_RESCHEDULE_LUA)
@@ -392,11 +396,23 @@ class Store:
             new = deadline_member(table_id, expected + 1) if isinstance(due_ms, int) else ""
             args += ["1", old, new, due_ms or 0]
             table_keys = [*table_keys, DEADLINES]
+        else:
+            args += ["0", "", "", 0]
+        args.append(self._notice(expected + 1, frames, token))
         committed = await self._run_commit(table_keys, args)
         if committed.outcome == "ok" and due_ms != "keep" and not folded:
             await self.schedule(table_id, expected or None, expected + 1,
                                 due_ms if isinstance(due_ms, int) else None)
         return committed
+
+    def _notice(self, version: int, frames: Mapping[str, bytes],
+                token: tuple[Literal["set", "del"], int | str, str] | None) -> bytes:
+        """The notice of a commit: msgpack ``[version, {audience: frame}, token field or
+        nil]`` when the frames fit in ``notice_frames_max`` bytes (other processes then deliver
+        without reading the stream), else empty (the script publishes the bare version)."""
+        if sum(len(frame) for frame in frames.values()) > self.notice_frames_max:
+            return b""
+        return bytes(msgpack.packb([version, dict(frames), str(token[1]) if token else None]))
 
     @reconnecting
     async def _run_commit(self, keys: list[str], args: list[Any]) -> CommitResult:

@@ -98,6 +98,8 @@ class TableService:
     ``bot_delay_ms``: how long a bot waits before it moves. ``clock``: seconds since the epoch.
     ``waiting_ttl_s``: a waiting table nobody joins for this long disappears.
     ``retention_s``: a finished table (transcript and replay included) is kept this long.
+    ``notice_frames_max``: a commit's notice carries its frames when they total at most this
+    many bytes (server.store).
     ``seat_connect_s``: a waiting table's seat whose person has not been connected for this long
     (never, since taking it) is freed.
     ``archive``: finished games go to the PostgreSQL archive (server.archive): a finishing
@@ -109,8 +111,10 @@ class TableService:
     def __init__(self, redis: redis.asyncio.Redis, *, history_limit: int | None = None,
                  bot_delay_ms: int = 600, clock: Callable[[], float] = time.time,
                  waiting_ttl_s: float = 3600.0, retention_s: float = 86400.0,
-                 seat_connect_s: float = 60.0, archive: bool = False) -> None:
-        self.store = Store(redis, history_limit=history_limit)
+                 seat_connect_s: float = 60.0, archive: bool = False,
+                 notice_frames_max: int = 16384) -> None:
+        self.store = Store(redis, history_limit=history_limit,
+                           notice_frames_max=notice_frames_max)
         self.bot_delay_ms = bot_delay_ms
         self.clock = clock
         self.seat_connect_ms = max(1, round(seat_connect_s * 1000))

@@ -217,6 +217,10 @@ class Hub:
     def notice(self, table_id: str, version: int | None) -> None:
         self.delivery.request_pump(table_id, version)
 
+    def committed(self, table_id: str, version: int, frames: dict[str, bytes],
+                  token_field: str | None) -> None:
+        self.delivery.committed(table_id, version, frames, token_field)
+
     def live(self, table_id: str, message: dict[str, Any]) -> None:
         table = self.registry.get(table_id)
         if table is None:

@@ -190,8 +190,9 @@ class Delivery:
 
     def committed(self, table_id: str, version: int, frames: Mapping[str, bytes],
                   token_field: str | None) -> None:
-        """A version this process has just committed, with the frames it stored: queued at
-        once on every local socket at the version before it, without reading them back. A
+        """A version committed with the frames it stored (by this process, or by another one
+        whose notice carried them): queued at once on every local socket at the version before
+        it, without reading the stream. A
         socket further behind or replaying, or a table whose lock is held (a catch-up or a pump
         is reading the stream and will deliver in order), is left to the pump. A seat socket
         whose token this version replaced is closed instead (server.fanout.tokens)."""
@@ -202,7 +203,7 @@ class Delivery:
             self.request_pump(table_id, version)
             return
         table.announced = max(table.announced, version)
-        left_behind = False
+        left_behind = sent = False
         for audience, conns in table.audiences.items():
             frame = frames.get(audience)
             ready: list[Connection] = []
@@ -221,7 +222,9 @@ class Delivery:
             for conn in revoke(ready, batch):
                 conn.send_nowait(frame)
                 conn.version = version
-        self.metrics.direct_deliveries.inc()
+                sent = True
+        if sent:
+            self.metrics.direct_deliveries.inc()
         if left_behind:
             self.request_pump(table_id, version)
 

@@ -36,6 +36,26 @@ class Listener(Protocol):
     def live(self, table_id: str, message: dict[str, Any]) -> None:
         """A message of the table's live channel (chat, presence, claim)."""
 
+    def committed(self, table_id: str, version: int, frames: dict[str, bytes],
+                  token_field: str | None) -> None:
+        """A commit's notice carried its frames (server.store `_notice`)."""
+
+
+def _committed(data: object) -> tuple[int, dict[str, bytes], str | None] | None:
+    """(version, audience -> frame, token field) of a notice that carries its frames, or None
+    for a bare version (or anything unreadable)."""
+    if not isinstance(data, bytes) or data[:1].isdigit():
+        return None
+    try:
+        version, frames, token_field = msgpack.unpackb(data, raw=False)
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return None
+    if not isinstance(version, int) or isinstance(version, bool) or not isinstance(frames, dict) \
+            or not all(isinstance(k, str) and isinstance(f, bytes) for k, f in frames.items()) \
+            or not (token_field is None or isinstance(token_field, str)):
+        return None
+    return version, frames, token_field
+
 
 class Subscriber:
     def __init__(self, redis: aioredis.Redis, metrics: Metrics,
@@ -154,6 +174,10 @@ class Subscriber:
             return
         data = message["data"]
         if kind == "notice":
+            committed = _committed(data)
+            if committed is not None:
+                self.listener.committed(table_id, *committed)
+                return
             try:
                 version = int(data)
             except (TypeError, ValueError):

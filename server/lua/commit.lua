@@ -12,7 +12,8 @@
 --       13 number of frames, then (audience, frame) pairs, then
 --       14 "1" when the deadlines zset is the last key, 15 its member for the expected
 --       version to remove ("" = none), 16 the member for the new version to add ("" = none),
---       17 that member's due time (ms)
+--       17 that member's due time (ms), 18 the notice to publish ("" or absent: the new
+--       version as ASCII digits)
 -- A token op also writes the field "!tok" = its field into the version's stream entry: every
 -- socket that authenticated with that seat's token before this version is closed before it is
 -- shown this version.
@@ -76,5 +77,7 @@ for i = 1, tablekeys do
     redis.call('PERSIST', KEYS[i])
   end
 end
-redis.call('PUBLISH', ARGV[4], v)
+local notice = ARGV[after + 5]
+if notice == nil or notice == '' then notice = v end
+redis.call('PUBLISH', ARGV[4], notice)
 return {'ok', v}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import msgpack
 import redis.asyncio
 from redis.crc import key_slot
 
@@ -163,19 +164,26 @@ async def test_trimmed_history_answers_none_beyond_what_is_kept(
     assert await store.frames_since("abcd12", "0", 3) is None
 
 
-async def test_commit_publishes_the_new_version(redis_client: redis.asyncio.Redis) -> None:
-    store = Store(redis_client)
+async def test_commit_publishes_its_version_with_its_frames(
+        redis_client: redis.asyncio.Redis) -> None:
+    big = {"0": b"x" * 300, "1": b"y" * 300, "s": b"z" * 300}
+    store = Store(redis_client, notice_frames_max=899)
     pubsub = redis_client.pubsub()
     await pubsub.subscribe(TableKeys("abcd12").channel)
     await pubsub.get_message(timeout=1.0)  # subscription confirmation
-    await store.commit("abcd12", 0, b"s", b"m", frames(1))
+    await store.commit("abcd12", 0, b"s", b"m", frames(1), token=("set", 0, "hash"))
     await store.commit("abcd12", 1, b"s", b"m", frames(2))
+    await store.commit("abcd12", 2, b"s", b"m", big)  # 900 bytes of frames: over the limit
+    assert (await store.commit("abcd12", 2, b"s", b"m", frames(9))).outcome == "stale"
     got = []
-    while len(got) < 2:
+    while len(got) < 3:
         message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
         if message is not None:
             got.append(message["data"])
-    assert got == [b"1", b"2"]
+    assert msgpack.unpackb(got[0]) == [1, frames(1), "0"]
+    assert msgpack.unpackb(got[1]) == [2, frames(2), None]
+    assert got[2] == b"3"  # the bare version
+    assert await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5) is None
     await pubsub.aclose()
 
 
