@@ -166,8 +166,11 @@ class TableService:
 
     @staticmethod
     def _doc(loaded: Loaded, audience: str) -> dict[str, Any] | None:
+        """One audience's document of a loaded table. A table read from Redis gets every
+        audience's at once (they share their common parts, and the next commit diffs them all)."""
         if audience not in loaded.docs:
-            loaded.docs[audience] = loaded.record.document(audience, loaded.version)
+            audience_viewer(audience, loaded.record.config.players)  # ValueError: no audience
+            loaded.docs.update(loaded.record.documents(loaded.version))
         return loaded.docs[audience]
 
     async def snapshot(self, table_id: str, audience: str) -> tuple[int, dict[str, Any]]:
