@@ -59,7 +59,7 @@ class TableRecord:
     seed: int
     status: str
     seats: tuple[Seat, ...]
-    game: Any  # engine.GameState
+    game: engine.GameState
     clock: clocks.ClockState | None = None
     result: dict[str, Any] | None = None
     invite_hash: str | None = None

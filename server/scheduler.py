@@ -105,7 +105,7 @@ class Think:
     level: str
     view: dict[str, Any]
     seed: int
-    future: asyncio.Future[Any]
+    future: asyncio.Future[engine.Move]
 
 
 async def sleep_until(when: float) -> None:
@@ -451,13 +451,13 @@ class Scheduler:
 
     # -- bots ------------------------------------------------------------------------------
     async def choose(self, level: str, view: dict[str, Any], seed: int,
-                     owner: str = "") -> Any:
+                     owner: str = "") -> engine.Move:
         """A bot's move, handed back `reply_slot_ms` after its think began (later only if the
         think overran). Searching levels think in a worker process, so the loop keeps serving
         while they do, and wait their turn for one (round-robin over owners, within the CPU
         budget) -- a forced move too, so that waiting says nothing about the hand either."""
         if level in SEARCHING_LEVELS:
-            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            future: asyncio.Future[engine.Move] = asyncio.get_running_loop().create_future()
             self.thinks.push(owner, Think(level, view, seed, future))
             self._start_thinks()
             return await future

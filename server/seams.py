@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # types only: none of these is imported at run time from here
     import redis.asyncio as aioredis
     from starlette.applications import Starlette
 
+    from engine import Move
     from server.admission import AddressLimits
     from server.archive import Archive
     from server.db import Postgres
@@ -105,7 +106,7 @@ class DeadlineTables(Protocol):
                     expected: int | None = None, client: tuple[int, str] | None = None,
                     require: tuple[int, str] | None = None) -> int: ...
 
-    def play(self, record: TableRecord, seat: int, move: Any,
+    def play(self, record: TableRecord, seat: int, move: Move,
              extra_event: dict[str, Any] | None) -> Change: ...
 
 

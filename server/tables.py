@@ -623,7 +623,7 @@ class TableService:
                                      client=(seat, "m:" + client_id),
                                      require=None if token is None else (seat, token))
 
-    def play(self, record: TableRecord, seat: int, move: Any,
+    def play(self, record: TableRecord, seat: int, move: engine.Move,
               extra_event: dict[str, Any] | None) -> Change:
         if seat >= record.config.players:
             raise Rejected("not_seated", "no such seat at this table", status=403)
@@ -652,7 +652,7 @@ class TableService:
         await scheduler.run(stop)
 
 
-def parse_move(move: Mapping[str, object]) -> Any:
+def parse_move(move: Mapping[str, object]) -> engine.Move:
     """The engine move of a `server.protocol.Move`'s payload (a map with string keys), or
     Rejected with the engine's code (bad_move, bad_tile) when it is not a move."""
     try:
