@@ -9,6 +9,7 @@ cookie and stored as its SHA-256. Must not import the engine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 import secrets
@@ -21,13 +22,26 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from server import text
+from server import ratings, text
+from server.archive import DELETED_PLAYER
 from server.fairness import owner_key
+from server.identity import (
+    GUEST_COOKIE,
+    SESSION_COOKIE,
+    changing,
+    current_player,
+    guest_of,
+    player_key,
+    pool,
+    session_hash,
+    unavailable,
+)
 from server.lobby import read_json
 from server.rejected import Rejected
+from server.seams import AppState, app_state
 from server.settings import Settings
 
-COOKIE = "session"
+COOKIE = SESSION_COOKIE
 USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
@@ -100,16 +114,16 @@ def _string(body: dict[str, Any], key: str) -> str:
 
 # ---- plumbing --------------------------------------------------------------------------------
 
+def _state(request: Request) -> AppState:
+    return app_state(request.app)
+
+
 def _db(request: Request) -> Any:
-    pool = getattr(request.app.state, "db", None)
-    if pool is None:
-        raise Rejected("database_unavailable", "accounts are unavailable, try again later",
-                       status=503)
-    return pool
+    return pool(_state(request))
 
 
 def players_api(handler: Handler) -> Handler:
-    """A route whose database failure is answered 503 ``database_unavailable``."""
+    """A route whose database failure is answered 503 ``unavailable``."""
 
     async def wrapped(request: Request) -> Response:
         try:
@@ -117,19 +131,13 @@ def players_api(handler: Handler) -> Handler:
         except (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
                 asyncpg.CannotConnectNowError, asyncpg.TooManyConnectionsError,
                 asyncpg.ConnectionDoesNotExistError, OSError, TimeoutError) as exc:
-            raise Rejected("database_unavailable",
-                           "accounts are unavailable, try again later", status=503) from exc
+            raise unavailable() from exc
 
     return wrapped
 
 
 def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
-def _session_hash(session_id: str) -> bytes:
-    return hashlib.sha256(session_id.encode()).digest()
+    return _state(request).settings
 
 
 def _set_cookie(request: Request, response: Response, session_id: str) -> None:
@@ -139,21 +147,9 @@ def _set_cookie(request: Request, response: Response, session_id: str) -> None:
     )
 
 
-def _clear_cookie(request: Request, response: Response) -> None:
-    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="lax",
+def _clear_cookie(request: Request, response: Response, name: str = COOKIE) -> None:
+    response.delete_cookie(name, path="/", httponly=True, samesite="lax",
                            secure=request.url.scheme in ("https", "wss"))
-
-
-def _changing(request: Request) -> None:
-    """A cookie-authenticated change must come as JSON from an allowed page: a cross-site form
-    cannot send Content-Type: application/json, and the Guard middleware has already refused
-    an Origin that does not match; here the Origin must also be present."""
-    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if media_type != "application/json":
-        raise Rejected("unsupported_media_type",
-                       "changes must be sent as Content-Type: application/json", status=415)
-    if not request.headers.get("origin"):
-        raise Rejected("bad_origin", "changes need the Origin header of the page", status=403)
 
 
 async def _new_session(request: Request, conn: Any, player_id: int) -> str:
@@ -161,25 +157,10 @@ async def _new_session(request: Request, conn: Any, player_id: int) -> str:
     await conn.execute(
         "INSERT INTO sessions (id_hash, player_id, expires_at) "
         "VALUES ($1, $2, now() + make_interval(secs => $3))",
-        _session_hash(session_id), player_id, _settings(request).session_ttl_s)
+        session_hash(session_id), player_id, _settings(request).session_ttl_s)
     await conn.execute("DELETE FROM sessions WHERE player_id = $1 AND expires_at <= now()",
                        player_id)
     return session_id
-
-
-async def _current(request: Request) -> tuple[dict[str, Any], bytes]:
-    """The logged-in player (id, username, created_at) and the hash of its session id."""
-    session_id = request.cookies.get(COOKIE)
-    if not session_id:
-        raise Rejected("not_logged_in", "log in first", status=401)
-    digest = _session_hash(session_id)
-    row = await _db(request).fetchrow(
-        "SELECT p.id, p.username, p.created_at FROM sessions s JOIN players p "
-        "ON p.id = s.player_id WHERE s.id_hash = $1 AND s.expires_at > now()", digest)
-    if row is None:
-        raise Rejected("session_expired", "the session has expired or ended; log in again",
-                       status=401)
-    return dict(row), digest
 
 
 def _me(player: dict[str, Any]) -> dict[str, Any]:
@@ -196,7 +177,7 @@ class LoginLimits:
 
     def __init__(self, request: Request, username: str) -> None:
         settings = _settings(request)
-        self.redis = request.app.state.redis
+        self.redis = _state(request).redis
         self.window = max(1, int(settings.login_window_s))
         name = hashlib.sha256(username.casefold().encode()).hexdigest()[:32]
         address = owner_key(request.client.host if request.client else None) or "unknown"
@@ -225,7 +206,7 @@ async def _registration_budget(request: Request) -> None:
     settings = _settings(request)
     address = owner_key(request.client.host if request.client else None) or "unknown"
     key = f"register:ip:{address}"
-    redis = request.app.state.redis
+    redis = _state(request).redis
     count = int(await redis.incr(key))
     if count == 1:
         await redis.expire(key, max(1, int(settings.login_window_s)))
@@ -264,8 +245,23 @@ async def register(request: Request) -> Response:
         except asyncpg.UniqueViolationError:
             raise Rejected("username_taken", "that username is taken", status=409) from None
         session_id = await _new_session(request, conn, row["id"])
+        guest = guest_of(request)
+        if guest is not None:  # the guest's archived games become the account's
+            await conn.execute(
+                "UPDATE games g SET seat_players[gp.seat + 1] = $1, "
+                "seat_names[gp.seat + 1] = $3 FROM game_players gp "
+                "WHERE gp.game_id = g.id AND gp.guest = $2", row["id"], guest, username)
+            await conn.execute("UPDATE game_players SET player_id = $1, guest = NULL, "
+                               "account = true WHERE guest = $2", row["id"], guest)
+    if guest is not None:  # and so do the seats it holds now
+        shown = {"name": username, "rating": ratings.display(ratings.Skill.new().mu),
+                 "provisional": True}
+        with contextlib.suppress(Rejected):  # Redis down: the seats stay the guest's
+            await _state(request).service.claim_seats(guest, player_key(row["id"]), shown)
     response = JSONResponse(_me(dict(row)), status_code=201)
     _set_cookie(request, response, session_id)
+    if guest is not None:
+        _clear_cookie(request, response, GUEST_COOKIE)
     return response
 
 
@@ -291,8 +287,8 @@ async def login(request: Request) -> Response:
 
 @players_api
 async def logout(request: Request) -> Response:
-    _changing(request)
-    _, digest = await _current(request)
+    changing(request)
+    _, digest = await current_player(request)
     await _db(request).execute("DELETE FROM sessions WHERE id_hash = $1", digest)
     response = Response(status_code=204)
     _clear_cookie(request, response)
@@ -301,8 +297,8 @@ async def logout(request: Request) -> Response:
 
 @players_api
 async def logout_everywhere(request: Request) -> Response:
-    _changing(request)
-    player, _ = await _current(request)
+    changing(request)
+    player, _ = await current_player(request)
     await _db(request).execute("DELETE FROM sessions WHERE player_id = $1", player["id"])
     response = Response(status_code=204)
     _clear_cookie(request, response)
@@ -311,7 +307,7 @@ async def logout_everywhere(request: Request) -> Response:
 
 @players_api
 async def me(request: Request) -> Response:
-    player, _ = await _current(request)
+    player, _ = await current_player(request)
     return JSONResponse(_me(player))
 
 
@@ -323,8 +319,8 @@ async def _stored_hash(request: Request, player_id: int) -> str | None:
 
 @players_api
 async def change_password(request: Request) -> Response:
-    _changing(request)
-    player, digest = await _current(request)
+    changing(request)
+    player, digest = await current_player(request)
     body = await read_json(request)
     current = _string(body, "password")
     new = check_new_password(body.get("new_password"), player["username"])
@@ -342,12 +338,17 @@ async def change_password(request: Request) -> Response:
 
 @players_api
 async def delete_account(request: Request) -> Response:
-    _changing(request)
-    player, _ = await _current(request)
+    changing(request)
+    player, _ = await current_player(request)
     body = await read_json(request)
     await _check_password(request, player["username"], _string(body, "password"),
                           await _stored_hash(request, player["id"]))
-    await _db(request).execute("DELETE FROM players WHERE id = $1", player["id"])
+    async with _db(request).acquire() as conn, conn.transaction():
+        # Their games stay, under "deleted player" (server.archive.DELETED_PLAYER).
+        await conn.execute(
+            "UPDATE games g SET seat_names[gp.seat + 1] = $2 FROM game_players gp "
+            "WHERE gp.game_id = g.id AND gp.player_id = $1", player["id"], DELETED_PLAYER)
+        await conn.execute("DELETE FROM players WHERE id = $1", player["id"])
     response = Response(status_code=204)
     _clear_cookie(request, response)
     return response

@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route, WebSocketRoute
 
-from server import accounts, lobby, logs
+from server import accounts, lobby, logs, players
 from server.archive import Archive
 from server.db import Postgres
 from server.guard import Guard, host_rules
@@ -52,6 +52,7 @@ def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
         Route("/api/tables/{table_id}", lobby.table_summary, methods=["GET"]),
         Route("/api/tables/{table_id}/join", lobby.join_table, methods=["POST"]),
         Route("/api/tables/{table_id}/leave", lobby.leave_table, methods=["POST"]),
+        Route("/api/tables/{table_id}/resume", lobby.resume_seat, methods=["POST"]),
         Route("/api/tables/{table_id}/transcript", lobby.transcript, methods=["GET"]),
         Route("/api/tables/{table_id}/replay", lobby.replay, methods=["GET"]),
         Route("/api/games/{game_id}", lobby.archived_game, methods=["GET"]),
@@ -62,6 +63,10 @@ def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
         Route("/api/me", accounts.me, methods=["GET"]),
         Route("/api/me", accounts.delete_account, methods=["DELETE"]),
         Route("/api/me/password", accounts.change_password, methods=["POST"]),
+        Route("/api/me/tables", lobby.my_tables, methods=["GET"]),
+        Route("/api/players/{name}", players.profile, methods=["GET"]),
+        Route("/api/players/{name}/games", players.player_games, methods=["GET"]),
+        Route("/api/leaderboards/{family}", players.leaderboard_of, methods=["GET"]),
         WebSocketRoute("/ws", websocket_endpoint),
         Mount("/", app=lobby.StaticClient(settings.static_dir)),
     ]
@@ -149,9 +154,6 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         bad_tokens=AddressBudget(settings.bad_token_rate), address_limits=hub.limits,
         archive=archive, postgres=postgres)
     setattr(app.state, STATE_ATTRIBUTE, shared)
-    app.state.redis = redis  # server.accounts reads the client here
-    app.state.db = None
-    postgres.on_up(lambda pool: setattr(app.state, "db", pool))
     await postgres.start()
     stop = asyncio.Event()
     own_redis = embedded is not None or settings.redis_embedded
@@ -173,7 +175,6 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         service.close()
         await redis.aclose()
         await postgres.close()
-        app.state.db = None
         if embedded_pg is not None:
             await asyncio.to_thread(embedded_pg.stop)
         if embedded is not None:

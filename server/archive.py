@@ -29,6 +29,7 @@ import datetime
 import gzip
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,9 +37,12 @@ import asyncpg  # type: ignore[import-untyped]  # ships no type hints
 import msgpack
 from redis.exceptions import RedisError
 
+from server import ratings
 from server.db import Postgres
+from server.identity import player_of
 from server.record import FINISHED, TableRecord
 from server.rejected import Rejected
+from server.stats import seat_stats
 from server.store import ARCHIVE_QUEUE, TABLE_ID, as_bytes
 from server.tables import TableService, invite_matches
 
@@ -51,15 +55,23 @@ SWEEP_PAGE = 500
 _INSERT = """
 INSERT INTO games (id, name, rules, preset, players, seat_names, seat_bots, seat_players, sides,
                    winner_side, end_reason, end_seat, scores, hands, private, invite_hash,
-                   created_at, started_at, ended_at, transcript)
+                   created_at, started_at, ended_at, transcript, rated, family)
 VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15, $16,
-        $17, $18, $19, $20)
+        $17, $18, $19, $20, $21, $22)
 ON CONFLICT (id) DO NOTHING
+"""
+_INSERT_SEAT = """
+INSERT INTO game_players (game_id, seat, player_id, guest, account, bot, side, family, preset,
+                          rated, outcome, ended_at, hands, hands_won, won_domino, won_block,
+                          play_points, bonus_points, best_play, big_plays)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+        $20)
 """
 _COLUMNS = """id, name, rules, preset, players, seat_names, seat_bots, seat_players, sides,
 winner_side, end_reason, end_seat, scores, hands, private, invite_hash, created_at, started_at,
-ended_at"""
+ended_at, rated, family, rating_changes"""
 
+DELETED_PLAYER = "deleted player"  # the name an archived seat of a deleted account shows
 PG_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
 
 
@@ -95,23 +107,105 @@ def parse_job(job: str) -> tuple[str, int | None] | None:
     return table_id, int(ended) if ended else None
 
 
+def _preset(spec: Any) -> str:
+    return spec if isinstance(spec, str) else str(spec.get("preset", ""))
+
+
 def game_row(record: TableRecord, transcript: dict[str, Any], transcript_gz: bytes,
-             ended_ms: int) -> list[Any]:
-    """The ``games`` row of a finished table, in ``_INSERT``'s order."""
+             ended_ms: int, accounts: Mapping[int, int]) -> list[Any]:
+    """The ``games`` row of a finished table, in ``_INSERT``'s order; ``accounts``: the account
+    of each seat an (existing) account held."""
     config = record.config
     spec = config.rules
-    preset = spec if isinstance(spec, str) else str(spec.get("preset", ""))
     result = record.result or {}
     game = record.game
     return [
-        record.id, config.name, json.dumps(spec), preset, config.players,
-        [seat.name for seat in record.seats], [seat.bot for seat in record.seats], None,
+        record.id, config.name, json.dumps(spec), _preset(spec), config.players,
+        [seat.name for seat in record.seats], [seat.bot for seat in record.seats],
+        [accounts.get(seat) for seat in range(config.players)],
         json.dumps([list(side) for side in game.sides]),
         result.get("winner"), str(result.get("reason", "game_end")), result.get("seat"),
         [int(score) for score in game.scores], len(transcript.get("rounds", ())),
         config.private, record.invite_hash,
-        _time(record.created_ms), None, _time(ended_ms), transcript_gz,
+        _time(record.created_ms), _time(record.started_ms), _time(ended_ms), transcript_gz,
+        config.rated, config.family,
     ]
+
+
+def side_outcomes(sides: int, result: Mapping[str, Any]) -> list[str]:
+    """``win``, ``loss`` or ``draw`` for each side: nobody winning is a draw for all (or, in a
+    forfeit, a loss for the side that forfeited and a draw for the others)."""
+    winner = result.get("winner")
+    if winner is not None:
+        return ["win" if side == winner else "loss" for side in range(sides)]
+    return ["draw"] * sides
+
+
+def seat_rows(record: TableRecord, transcript: Mapping[str, Any], ended_ms: int,
+              accounts: Mapping[int, int]) -> list[list[Any]]:
+    """The ``game_players`` rows of a finished table, in ``_INSERT_SEAT``'s order."""
+    config = record.config
+    sides = [list(side) for side in record.game.sides]
+    side_of = {seat: i for i, side in enumerate(sides) for seat in side}
+    result = record.result or {}
+    outcomes = side_outcomes(len(sides), result)
+    if result.get("reason") == "forfeit" and result.get("seat") is not None:
+        outcomes[side_of[int(result["seat"])]] = "loss"
+    rows = []
+    for seat, (held, numbers) in enumerate(zip(record.seats, seat_stats(transcript),
+                                               strict=True)):
+        owner = held.owner
+        rows.append([
+            record.id, seat, accounts.get(seat),
+            owner if owner is not None and player_of(owner) is None else None,
+            player_of(owner) is not None, held.bot, side_of[seat], config.family,
+            _preset(config.rules), config.rated, outcomes[side_of[seat]], _time(ended_ms),
+            numbers.hands, numbers.hands_won, numbers.won_domino, numbers.won_block,
+            numbers.play_points, numbers.bonus_points, numbers.best_play, numbers.big_plays,
+        ])
+    return rows
+
+
+async def rate_game(conn: Any, record: TableRecord, accounts: Mapping[int, int],
+                    ended: datetime.datetime) -> list[dict[str, Any] | None]:
+    """Update the ratings of a rated game's players (in the caller's transaction) and return
+    the changes by seat ({"seat", "before", "after", "provisional"}; None for a seat whose
+    account no longer exists)."""
+    family = record.config.family
+    players = sorted(set(accounts.values()))
+    fresh = ratings.Skill.new()
+    # Rows created first, then locked in id order: concurrent games of one player queue up.
+    await conn.execute(
+        "INSERT INTO ratings (player_id, family, mu, sigma, rating, games, last_game_at) "
+        "SELECT id, $2, $3, $4, $5, 0, $6 FROM unnest($1::bigint[]) AS id "
+        "ON CONFLICT (player_id, family) DO NOTHING",
+        players, family, fresh.mu, fresh.sigma, ratings.display(fresh.mu), ended)
+    rows = await conn.fetch(
+        "SELECT player_id, mu, sigma, games FROM ratings WHERE family = $2 "
+        "AND player_id = ANY($1::bigint[]) ORDER BY player_id FOR UPDATE", players, family)
+    skills = {row["player_id"]: ratings.Skill(row["mu"], row["sigma"], row["games"])
+              for row in rows}
+    sides = [list(side) for side in record.game.sides]
+    teams = [[skills.get(accounts.get(seat, -1), fresh) for seat in side] for side in sides]
+    ranks = ratings.side_ranks(sides, list(record.game.scores), record.result or {})
+    rated = ratings.rate(teams, ranks)
+    changes: list[dict[str, Any] | None] = [None] * record.config.players
+    for side, new_team in zip(sides, rated, strict=True):
+        for seat, new in zip(side, new_team, strict=True):
+            player = accounts.get(seat)
+            if player is None:
+                continue
+            before, after = ratings.display(skills[player].mu), ratings.display(new.mu)
+            await conn.execute(
+                "UPDATE ratings SET mu = $3, sigma = $4, rating = $5, games = $6, "
+                "last_game_at = $7 WHERE player_id = $1 AND family = $2",
+                player, family, new.mu, new.sigma, after, new.games, ended)
+            await conn.execute(
+                "INSERT INTO rating_history (player_id, family, game_id, at, rating) "
+                "VALUES ($1, $2, $3, $4, $5)", player, family, record.id, ended, after)
+            changes[seat] = {"seat": seat, "before": before, "after": after,
+                             "provisional": ratings.provisional(new.games)}
+    return changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,23 +314,48 @@ class Archive:
             return
         record = TableRecord.from_blob(loaded[1])
         if record.status == FINISHED:
-            pool = self._pool()
-            exists = await pool.fetchval("SELECT 1 FROM games WHERE id = $1", job.table_id)
-            if exists is None:
-                transcript_gz = await self.store.rendered(job.table_id, "transcript")
-                if transcript_gz is None:
-                    transcript_gz = await self.service.render_and_keep(
-                        job.table_id, "transcript", record)
-                transcript = json.loads(await asyncio.to_thread(gzip.decompress,
-                                                                transcript_gz))
-                ended = job.ended_ms if job.ended_ms is not None else self.service.now_ms()
-                row = game_row(record, transcript, transcript_gz, ended)
-                async with pool.acquire() as conn, conn.transaction():
-                    status = await conn.execute(_INSERT, *row)
-                if status.endswith(" 1"):
-                    self.archived += 1
-                    log.info("game archived: %s", job.table_id)
+            changes = await self._write_game(job, record)
+            if record.config.rated and changes and record.ratings is None:
+                await self.service.set_ratings(job.table_id, [c for c in changes if c])
         await self.store.archive_done(job.table_id, job.raw, self.service.retention_ms)
+
+    async def _write_game(self, job: Job, record: TableRecord) -> list[Any] | None:
+        """Write the finished game, its seats and (rated) its rating changes in one
+        transaction, unless the archive has it; returns its rating changes by seat."""
+        pool = self._pool()
+        archived = await pool.fetchrow("SELECT rating_changes FROM games WHERE id = $1",
+                                       job.table_id)
+        if archived is not None:
+            found = archived["rating_changes"]
+            return None if found is None else list(json.loads(found))
+        transcript_gz = await self.store.rendered(job.table_id, "transcript")
+        if transcript_gz is None:
+            transcript_gz = await self.service.render_and_keep(
+                job.table_id, "transcript", record)
+        transcript = json.loads(await asyncio.to_thread(gzip.decompress, transcript_gz))
+        ended_ms = job.ended_ms if job.ended_ms is not None else self.service.now_ms()
+        ended = _time(ended_ms)
+        assert ended is not None
+        held = {seat: player for seat, st in enumerate(record.seats)
+                if (player := player_of(st.owner)) is not None}
+        changes: list[Any] | None = None
+        async with pool.acquire() as conn, conn.transaction():
+            existing = {row["id"] for row in await conn.fetch(
+                "SELECT id FROM players WHERE id = ANY($1::bigint[])", list(held.values()))}
+            accounts = {seat: player for seat, player in held.items() if player in existing}
+            status = await conn.execute(
+                _INSERT, *game_row(record, transcript, transcript_gz, ended_ms, accounts))
+            if not status.endswith(" 1"):
+                return None  # another process archived it meanwhile
+            await conn.executemany(_INSERT_SEAT,
+                                   seat_rows(record, transcript, ended_ms, accounts))
+            if record.config.rated:
+                changes = await rate_game(conn, record, accounts, ended)
+                await conn.execute("UPDATE games SET rating_changes = $2::jsonb WHERE id = $1",
+                                   job.table_id, json.dumps(changes))
+        self.archived += 1
+        log.info("game archived: %s", job.table_id)
+        return changes
 
     # -- reading ---------------------------------------------------------------------------
     async def rendered(self, table_id: str, kind: str, invite: str | None) -> bytes | None:
@@ -275,18 +394,31 @@ class Archive:
         if row is None or not invite_matches(invite, row["invite_hash"]):
             raise unknown_game(game_id)
         transcript = json.loads(await asyncio.to_thread(gzip.decompress, row["transcript"]))
-        players = row["seat_players"]
+        try:
+            held = {r["seat"]: (r["account"], r["username"]) for r in await self._pool().fetch(
+                "SELECT gp.seat, gp.account, p.username FROM game_players gp "
+                "LEFT JOIN players p ON p.id = gp.player_id WHERE gp.game_id = $1", game_id)}
+        except (ArchiveUnavailable, *PG_ERRORS) as exc:
+            raise unavailable() from exc
+
+        def seat(number: int, name: str, bot: str | None) -> dict[str, Any]:
+            account, username = held.get(number, (False, None))
+            if account and username is None:  # the account was deleted
+                return {"name": DELETED_PLAYER, "bot": None, "player": None}
+            return {"name": name, "bot": bot, "player": username}
+
         return {
             "id": row["id"], "name": row["name"], "rules": json.loads(row["rules"]),
             "preset": row["preset"], "players": row["players"],
-            "seats": [{"name": name, "bot": bot,
-                       "player": players[seat] if players else None}
-                      for seat, (name, bot) in enumerate(zip(row["seat_names"],
-                                                             row["seat_bots"], strict=True))],
+            "seats": [seat(number, name, bot) for number, (name, bot) in enumerate(
+                zip(row["seat_names"], row["seat_bots"], strict=True))],
             "sides": json.loads(row["sides"]),
             "result": {"winner": row["winner_side"], "reason": row["end_reason"],
                        "seat": row["end_seat"]},
             "scores": list(row["scores"]), "hands": row["hands"], "private": row["private"],
+            "rated": row["rated"], "family": row["family"],
+            "ratings": None if row["rating_changes"] is None
+            else json.loads(row["rating_changes"]),
             "created": _ms(row["created_at"]), "started": _ms(row["started_at"]),
             "ended": _ms(row["ended_at"]), "transcript": transcript,
         }

@@ -2,7 +2,7 @@
 
 Owns: ``server/migrations/NNNN_name.sql`` (applied in order, each in its own transaction, each
 recorded in ``schema_migrations``; an advisory lock makes concurrent starters apply each once)
-and ``Postgres``, the pool kept on ``app.state.db``: when the database is down at start-up the
+and ``Postgres``, the pool the application state holds: when the database is down at start-up the
 service runs without it and retries in the background. Must not import the engine.
 """
 
@@ -107,17 +107,13 @@ class Postgres:
     """The pool of one process: ``pool`` is None while the database is unreachable.
 
     ``start()`` tries once and, on failure, keeps retrying in the background (backoff up to
-    ``retry_max_s``); ``on_up`` is called with the pool once there is one."""
+    ``retry_max_s``)."""
 
     def __init__(self, url: str | None, *, retry_max_s: float = 10.0) -> None:
         self.url = url
         self.pool: asyncpg.Pool | None = None
         self.retry_max_s = retry_max_s
         self._task: asyncio.Task[None] | None = None
-        self._listeners: list[Any] = []
-
-    def on_up(self, callback: Any) -> None:
-        self._listeners.append(callback)
 
     async def _attempt(self) -> bool:
         if self.url is None:
@@ -127,8 +123,6 @@ class Postgres:
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
             logs.event("postgres unavailable", error=f"{type(exc).__name__}: {exc}"[:300])
             return False
-        for callback in self._listeners:
-            callback(self.pool)
         logs.event("postgres up")
         return True
 

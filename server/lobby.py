@@ -21,7 +21,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from server import players
 from server.fairness import owner_key
+from server.identity import Visitor, changing, pool
 from server.rejected import Rejected, unavailable
 from server.seams import app_state
 from server.table_config import clean_player_name, create_meta
@@ -127,6 +129,10 @@ def _service(request: Request) -> TableLobby:
 
 async def create_table(request: Request) -> Response:
     body = await read_json(request)
+    if body.get("rated") is True:
+        visitor = await Visitor.of(request)
+        if visitor.identity.guest:
+            raise Rejected("account_required", "log in to create a rated table", status=403)
     address = request.client.host if request.client else None
     owner = owner_key(address)
     quotas = _state(request).quotas
@@ -146,7 +152,7 @@ async def over_quota(retry_after_s: int | None, what: str) -> None:
 
 async def meta(request: Request) -> Response:
     """`GET /api/meta`: the presets, the create options with their bounds and the bot levels."""
-    return JSONResponse(create_meta())
+    return JSONResponse({**create_meta(), **players.meta()})
 
 
 async def list_tables(request: Request) -> Response:
@@ -199,14 +205,43 @@ async def join_table(request: Request) -> Response:
     name = clean_player_name(name)
     if invite is not None and not isinstance(invite, str):
         raise Rejected("bad_request", '"invite" must be a string or null')
+    state = _state(request)
+    visitor = await Visitor.of(request)
+    identity = visitor.identity
     owner = owner_key(request.client.host if request.client else None)
     if owner is not None:
-        await over_quota(await _state(request).quotas.join(owner),
-                         "seats taken from this address")
-    seat, token = await _service(request).join(
-        request.path_params["table_id"], seat, name, invite
-    )
-    return JSONResponse({"seat": seat, "token": token})
+        await over_quota(await state.quotas.join(owner), "seats taken from this address")
+    table_id = request.path_params["table_id"]
+    service = _service(request)
+    limit = state.settings.max_tables_per_player
+    if len(await state.service.store.seated_tables(identity.key)) >= limit \
+            and len(await service.seated(identity.key)) >= limit:
+        raise Rejected("too_many_tables", f"you already sit at {limit} tables", status=429)
+    player = None
+    if not identity.guest:
+        family = (await service.summary(table_id, invite))["family"]
+        player = await players.shown_player(identity, family, pool(state))
+    seat, token = await service.join(table_id, seat, name, invite, owner=identity.key,
+                                     player=player)
+    return visitor.respond(request, JSONResponse({"seat": seat, "token": token}))
+
+
+async def my_tables(request: Request) -> Response:
+    """`GET /api/me/tables`: the tables the visitor (account or guest) sits at."""
+    visitor = await Visitor.of(request)
+    tables = [] if visitor.identity is None else await _service(request).seated(
+        visitor.identity.key)
+    return visitor.respond(request, JSONResponse({"tables": tables}))
+
+
+async def resume_seat(request: Request) -> Response:
+    """`POST /api/tables/{id}/resume`: a new token for the visitor's own seat."""
+    changing(request)
+    await read_json(request)
+    visitor = await Visitor.of(request)
+    seat, token = await _service(request).resume(request.path_params["table_id"],
+                                                 visitor.identity.key)
+    return visitor.respond(request, JSONResponse({"seat": seat, "token": token}))
 
 
 async def leave_table(request: Request) -> Response:

@@ -30,12 +30,28 @@ STANDIN_BOT = "greedy"  # plays for a seat whose player left a game in progress
 
 @dataclass(frozen=True, slots=True)
 class Seat:
+    """A seat. ``owner``: the identity that took it (server.identity: ``p:<id>`` for an
+    account, ``g:<hash>`` for a guest), never shown. ``player``: for an account's seat, what
+    everyone sees of it -- {"name", "rating", "provisional"} in the table's rating family."""
+
     name: str | None = None
     bot: str | None = None
     taken: bool = False
+    owner: str | None = None
+    player: Mapping[str, Any] | None = None
 
     def to_data(self) -> dict[str, Any]:
-        return {"name": self.name, "bot": self.bot, "taken": self.taken}
+        """The seat as documents and the lobby show it (no owner)."""
+        return {"name": self.name, "bot": self.bot, "taken": self.taken,
+                "player": None if self.player is None else dict(self.player)}
+
+    def to_blob(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"name": self.name, "bot": self.bot, "taken": self.taken}
+        if self.owner is not None:
+            found["owner"] = self.owner
+        if self.player is not None:
+            found["player"] = dict(self.player)
+        return found
 
 
 def audience_viewer(audience: str, players: int) -> int | None:
@@ -65,6 +81,10 @@ class TableRecord:
     invite_hash: str | None = None
     salt: str | None = None  # None: a table stored before deals were committed to
     bot_secret: int | None = None  # seeds the bots' own chance; unrelated to the deal seed
+    started_ms: int | None = None  # when every seat was taken and play began
+    # A rated game's rating changes by seat ({"seat", "before", "after", "provisional"}),
+    # set once the archive has rated it.
+    ratings: tuple[Mapping[str, Any], ...] | None = None
 
     @classmethod
     def new(cls, table_id: str, config: TableConfig, created_ms: int, seed: int,
@@ -88,12 +108,14 @@ class TableRecord:
         data = {
             "id": self.id, "config": self.config.to_data(), "created": self.created_ms,
             "seed": self.seed, "status": self.status,
-            "seats": [seat.to_data() for seat in self.seats],
+            "seats": [seat.to_blob() for seat in self.seats],
             "game": {**engine.state_to_data(self.game, with_past=False),
                      "past": packed_past(self.game.table.past)},
             "clock": self.clock.to_data() if self.clock else None,
             "result": self.result, "invite": self.invite_hash,
             "salt": self.salt, "bot_secret": self.bot_secret,
+            "started": self.started_ms,
+            "ratings": None if self.ratings is None else list(self.ratings),
         }
         return bytes(msgpack.packb(data))
 
@@ -110,6 +132,8 @@ class TableRecord:
             clock=clocks.ClockState.from_data(data["clock"]) if data["clock"] else None,
             result=data["result"], invite_hash=data["invite"],
             salt=data.get("salt"), bot_secret=data.get("bot_secret"),
+            started_ms=data.get("started"),
+            ratings=None if data.get("ratings") is None else tuple(data["ratings"]),
         )
 
     # -- what people see -------------------------------------------------------------------
@@ -127,7 +151,8 @@ class TableRecord:
             "seats": [seat.to_data() for seat in self.seats],
             "clock": clocks.document(self.config.clock, self.clock),
             "private": self.config.private, "result": self.result,
-            "commitment": self.commitment,
+            "commitment": self.commitment, "rated": self.config.rated,
+            "ratings": None if self.ratings is None else [dict(r) for r in self.ratings],
         }
 
     def transcript(self) -> dict[str, Any]:
@@ -172,6 +197,7 @@ class TableRecord:
             "seats": [seat.to_data() for seat in self.seats], "private": self.config.private,
             "v": version, "clock": clock.to_request() if clock else None,
             "on_timeout": self.config.on_timeout, "created": self.created_ms,
+            "rated": self.config.rated, "family": self.config.family,
         }
 
     # -- turns and time --------------------------------------------------------------------
@@ -235,3 +261,18 @@ def packed_past(past: tuple[Any, ...]) -> bytes:
 def game_result(record: TableRecord) -> dict[str, Any]:
     """The ``table.result`` of a game the engine finished."""
     return {"winner": record.game.winner, "reason": "game_end", "seat": None}
+
+
+def forfeit(record: TableRecord, seat: int, now_ms: int) -> TableRecord:
+    """The game ends with ``seat``'s side losing: the other side wins (with three or more
+    sides, the best-scoring other side; nobody on a tie)."""
+    sides = [list(side) for side in record.game.sides]
+    losing = next(i for i, side in enumerate(sides) if seat in side)
+    scores = record.game.scores
+    others = [i for i in range(len(sides)) if i != losing]
+    best = max(scores[i] for i in others)
+    leaders = [i for i in others if scores[i] == best]
+    winner = leaders[0] if len(leaders) == 1 else None
+    record = replace(record, status=FINISHED,
+                     result={"winner": winner, "reason": "forfeit", "seat": seat})
+    return record.with_turn_clock(seat, record.game.round, now_ms)

@@ -39,7 +39,7 @@ import engine
 from engine.bots import BUDGETS, choose_move
 from server import bot_worker
 from server.fairness import CpuBudget, FairQueue
-from server.record import FINISHED, PLAYING, STANDIN_BOT, WAITING, Seat, TableRecord
+from server.record import FINISHED, PLAYING, STANDIN_BOT, WAITING, Seat, TableRecord, forfeit
 from server.rejected import Rejected
 from server.tables import Change, Loaded
 
@@ -542,17 +542,3 @@ class Scheduler:
                 await self.store.arm_deadline(table_id, loaded.version, due)
         return seen
 
-
-def forfeit(record: TableRecord, seat: int, now_ms: int) -> TableRecord:
-    """The game ends with ``seat``'s side losing: the other side wins (with three or more
-    sides, the best-scoring other side; nobody on a tie)."""
-    sides = [list(side) for side in record.game.sides]
-    losing = next(i for i, side in enumerate(sides) if seat in side)
-    scores = record.game.scores
-    others = [i for i in range(len(sides)) if i != losing]
-    best = max(scores[i] for i in others)
-    leaders = [i for i in others if scores[i] == best]
-    winner = leaders[0] if len(leaders) == 1 else None
-    record = replace(record, status=FINISHED,
-                     result={"winner": winner, "reason": "forfeit", "seat": seat})
-    return record.with_turn_clock(seat, record.game.round, now_ms)

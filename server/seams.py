@@ -79,7 +79,14 @@ class TableLobby(Protocol):
                       token: str | None = None) -> dict[str, Any]: ...
 
     async def join(self, table_id: str, seat: int | None, name: str,
-                   invite: str | None) -> tuple[int, str]: ...
+                   invite: str | None, *, owner: str | None = None,
+                   player: Mapping[str, Any] | None = None) -> tuple[int, str]: ...
+
+    async def seated(self, owner: str) -> list[dict[str, Any]]: ...
+
+    async def resume(self, table_id: str, owner: str) -> tuple[int, str]: ...
+
+    async def claim_seats(self, guest: str, owner: str, player: Mapping[str, Any]) -> int: ...
 
     async def leave(self, table_id: str, token: str) -> None: ...
 
@@ -118,7 +125,7 @@ class TableServices(TableFeed, TablePlay, TableLobby, Protocol):
 class AppState:
     """The shared resources of one running application, built once by the lifespan and read
     by the request and websocket handlers (`app_state`). The PostgreSQL pool, which comes and
-    goes with the database, is not here: it stays on ``app.state.db``."""
+    goes with the database, is ``postgres.pool`` (None while it is down)."""
 
     settings: Settings
     metrics: Metrics

@@ -72,6 +72,8 @@ class Settings:
     login_window_s: float = 900.0
     registrations_per_address: int = 20  # accounts made from one address in LOGIN_WINDOW_S
     session_ttl_s: float = 30 * 86400.0  # a login session lasts this long
+    guest_ttl_s: float = 365 * 86400.0  # a guest identity's cookie lasts this long
+    max_tables_per_player: int = 20  # tables one account or guest sits at at once
     # Addresses of proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (uvicorn's
     # forwarded_allow_ips: comma-separated IPs or networks, "*" = any).
     forwarded_allow_ips: str = "127.0.0.1"
@@ -177,6 +179,9 @@ class Settings:
             login_window_s=_positive("LOGIN_WINDOW_S",
                                      num("LOGIN_WINDOW_S", d.login_window_s, float)),
             session_ttl_s=_positive("SESSION_TTL_S", num("SESSION_TTL_S", d.session_ttl_s, float)),
+            guest_ttl_s=_positive("GUEST_TTL_S", num("GUEST_TTL_S", d.guest_ttl_s, float)),
+            max_tables_per_player=max(1, int(num("MAX_TABLES_PER_PLAYER",
+                                                  d.max_tables_per_player))),
             registrations_per_address=max(1, int(num("REGISTRATIONS_PER_ADDRESS",
                                                       d.registrations_per_address))),
             forwarded_allow_ips=e.get("FORWARDED_ALLOW_IPS", "").strip() or d.forwarded_allow_ips,

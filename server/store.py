@@ -47,8 +47,11 @@ and zsets ``quota:waiting:<owner>`` (the tables an owner created that may still 
 players), and ``archive:pending`` (list of the finished games not yet in the PostgreSQL archive,
 server.archive; a table whose game is waiting for the archive is kept without expiry and gets
 its ``RETENTION`` once archived). Channel ``dominoes:processes`` (``PROCESS_CHANNEL``): every
-process's hub subscribes to it first. Counters of server.accounts (fixed windows, own expiry):
-``login:fail:a:<name>``, ``login:fail:ip:<address>``, ``register:ip:<address>``.
+process's hub subscribes to it first. ``seated:<identity>`` (zset id -> ms the seat was
+taken): the tables an account (``p:<id>``) or guest (``g:<hash>``) sits at (server.identity;
+entries of tables left, finished or gone are dropped when read). Counters of
+server.accounts (fixed windows, own expiry): ``login:fail:a:<name>``,
+``login:fail:ip:<address>``, ``register:ip:<address>``.
 
 Imports no other project module; must not import engine.
 """
@@ -290,6 +293,10 @@ def as_bytes(value: Any) -> bytes:
 def quota_key(name: str) -> str:
     """A fixed-window quota counter (server.quotas names them ``create:<owner>`` ...)."""
     return f"quota:{name}"
+
+
+def seated_key(identity: str) -> str:
+    return f"seated:{identity}"
 
 
 def waiting_key(owner: str) -> str:
@@ -601,6 +608,21 @@ class Store:
     async def drop_waiting(self, owner: str, table_ids: Sequence[str]) -> None:
         if table_ids:
             await self.redis.zrem(waiting_key(owner), *table_ids)
+
+    @reconnecting
+    async def seated_tables(self, identity: str) -> list[str]:
+        """The tables ``identity`` took a seat at (oldest first), whatever became of them."""
+        raw = await self.redis.zrange(seated_key(identity), 0, -1)
+        return [as_bytes(member).decode() for member in raw]
+
+    @reconnecting
+    async def add_seated(self, identity: str, table_id: str, taken_ms: int) -> None:
+        await self.redis.zadd(seated_key(identity), {table_id: taken_ms})
+
+    @reconnecting
+    async def drop_seated(self, identity: str, table_ids: Sequence[str]) -> None:
+        if table_ids:
+            await self.redis.zrem(seated_key(identity), *table_ids)
 
     @reconnecting
     async def public_ids(self, status: str, limit: int) -> list[str]:

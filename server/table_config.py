@@ -20,7 +20,7 @@ from server.rejected import Rejected
 MAX_NAME = text.MAX_TABLE_NAME
 MAX_PLAYER_NAME = text.MAX_PLAYER_NAME
 REQUEST_FIELDS = frozenset({"rules", "players", "bots", "clock", "on_timeout", "private", "name",
-                            "spectator_chat"})
+                            "spectator_chat", "rated"})
 ON_TIMEOUT = ("bot", "forfeit")
 REALTIME_MOVE_S = (1, 3600)
 REALTIME_RESERVE_S = (0, 24 * 3600)
@@ -100,6 +100,8 @@ class TableConfig:
     # True / False: spectators may / may not chat; None: only while the table is not crowded
     # (at most SPECTATOR_CHAT_MAX spectators).
     spectator_chat: bool | None = None
+    rated: bool = False  # every seat a registered player; ratings change at the end
+    family: str = "fives"  # the rating family of its rules (FAMILIES)
 
     def to_data(self) -> dict[str, Any]:
         clock = None
@@ -108,7 +110,8 @@ class TableConfig:
         return {"name": self.name, "players": self.players, "rules": self.rules,
                 "bots": {str(s): lvl for s, lvl in self.bots.items()}, "clock": clock,
                 "on_timeout": self.on_timeout, "private": self.private,
-                "spectator_chat": self.spectator_chat}
+                "spectator_chat": self.spectator_chat, "rated": self.rated,
+                "family": self.family}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> TableConfig:
@@ -118,8 +121,15 @@ class TableConfig:
             bots={int(s): lvl for s, lvl in data["bots"].items()},
             clock=ClockConfig(clock[0], clock[1], clock[2], clock[3]) if clock else None,
             on_timeout=data["on_timeout"], private=data["private"],
-            spectator_chat=data.get("spectator_chat"),
+            spectator_chat=data.get("spectator_chat"), rated=bool(data.get("rated", False)),
+            family=data.get("family") or family_of(data["rules"], data["players"]),
         )
+
+
+def family_of(spec: object, players: int) -> str:
+    """The rating family of a rules spec (FAMILIES, by its scoring)."""
+    scoring = str(engine.rules_from_spec(spec, players).scoring)  # type: ignore[arg-type]
+    return FAMILIES.get(scoring, scoring)
 
 
 def _per_count(value: object) -> dict[str, object]:
@@ -176,6 +186,7 @@ def create_meta() -> dict[str, Any]:
             },
             "on_timeout": {"choices": list(ON_TIMEOUT), "default": "bot"},
             "private": {"default": False},
+            "rated": {"default": False},
             "spectator_chat": {"choices": [True, False, None], "default": None},
             "name": {"max_length": MAX_NAME},
             "player_name": {"max_length": MAX_PLAYER_NAME},
@@ -289,11 +300,18 @@ def parse_create_request(request: object) -> TableConfig:
     spectator_chat = request.get("spectator_chat")
     if spectator_chat is not None and not isinstance(spectator_chat, bool):
         raise _bad("spectator_chat must be true, false or null")
+    rated = request.get("rated", False)
+    if not isinstance(rated, bool):
+        raise _bad("rated must be true or false")
+    bots = _bots(request.get("bots"), players)
+    if rated and bots:
+        raise Rejected("rated_bots", "a rated table has no bot seats", status=400)
     name = request.get("name")
     preset = spec if isinstance(spec, str) else str(spec.get("preset", "dominoes"))
     name = f"{preset} table" if name is None else clean_name(name, "name", MAX_NAME)
     return TableConfig(
         name=name[:MAX_NAME], players=players, rules=rules.spec,
-        bots=_bots(request.get("bots"), players), clock=_clock(request.get("clock")),
+        bots=bots, clock=_clock(request.get("clock")),
         on_timeout=str(on_timeout), private=private, spectator_chat=spectator_chat,
+        rated=rated, family=FAMILIES.get(str(rules.scoring), str(rules.scoring)),
     )

@@ -16,7 +16,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -39,6 +39,7 @@ from server.record import (
     Seat,
     TableRecord,
     audience_viewer,
+    forfeit,
     game_result,
 )
 from server.rejected import Rejected
@@ -522,14 +523,19 @@ class TableService:
         raise Rejected("unavailable", "could not allocate a table id", status=503)
 
     async def join(self, table_id: str, seat: int | None, name: str,
-                   invite: str | None) -> tuple[int, str]:
+                   invite: str | None, *, owner: str | None = None,
+                   player: Mapping[str, Any] | None = None) -> tuple[int, str]:
         """Seat a person: ``seat`` a seat number or None (the first free one), ``name`` already
         checked and trimmed (server.table_config.clean_player_name, as the lobby reads a join),
-        ``invite`` the private table's code or None. Returns (seat, the seat's new token)."""
-        player = name
+        ``invite`` the private table's code or None; ``owner`` the identity taking the seat
+        (server.identity) and ``player`` what the table shows of an account ({"name",
+        "rating", "provisional"}; its name is the seat's name). A rated table seats accounts
+        only, each once. Returns (seat, the seat's new token)."""
         token = secrets.token_urlsafe(32)
         hashed = token_hash(token)
         taken: list[int] = []
+        if player is not None:
+            name = str(player["name"])
 
         def change(loaded: Loaded) -> Change:
             record = loaded.record
@@ -537,8 +543,14 @@ class TableService:
                 raise unknown_table(table_id)
             if seat is not None and not 0 <= seat < record.config.players:
                 raise Rejected("bad_request", f"no seat {seat} at this table", status=400)
+            if record.config.rated and player is None:
+                raise Rejected("account_required", "log in to sit at a rated table",
+                               status=403)
             if record.status != WAITING:
                 raise Rejected("table_full", "every seat is taken", status=409)
+            if record.config.rated and any(st.owner == owner for st in record.seats):
+                raise Rejected("already_seated", "you already sit at this rated table",
+                               status=409)
             free = [s for s, st in enumerate(record.seats) if not st.taken]
             if seat is None:
                 if not free:
@@ -550,9 +562,9 @@ class TableService:
                 chosen = seat
             taken[:] = [chosen]
             seats = list(record.seats)
-            seats[chosen] = Seat(name=player, bot=None, taken=True)
+            seats[chosen] = Seat(name=name, bot=None, taken=True, owner=owner, player=player)
             record = replace(record, seats=tuple(seats))
-            events: list[dict[str, Any]] = [{"type": "seat", "seat": chosen, "name": player}]
+            events: list[dict[str, Any]] = [{"type": "seat", "seat": chosen, "name": name}]
             if all(s.taken for s in seats):
                 record = self._start(record)
                 events.append({"type": "table", "status": PLAYING})
@@ -562,11 +574,96 @@ class TableService:
             # The token's hash names this join, so a retried commit is recognised as done.
             await self.write(table_id, change, client=(-1, "join:" + hashed[:32]))
             # Until its person connects, the seat counts as last seen when it was taken.
-            await self.store.mark_seen(table_id, {taken[0]: self.now_ms()})
+            now = self.now_ms()
+            await self.store.mark_seen(table_id, {taken[0]: now})
+            if owner is not None:
+                await self.store.add_seated(owner, table_id, now)
         return taken[0], token
 
+    async def seated(self, owner: str) -> list[dict[str, Any]]:
+        """The tables ``owner`` sits at now (waiting or in play, the seat not left), oldest
+        first: each table's lobby summary with its ``seat`` and whether it is that seat's
+        ``turn``. Entries of tables left, finished or gone are dropped on the way."""
+        async with unavailable_on_redis_error():
+            table_ids = await self.store.seated_tables(owner)
+            found: list[dict[str, Any]] = []
+            stale: list[str] = []
+            for table_id in table_ids:
+                try:
+                    loaded = await self.load(table_id)
+                except Rejected:
+                    stale.append(table_id)
+                    continue
+                record = loaded.record
+                mine = [s for s, st in enumerate(record.seats)
+                        if st.owner == owner and st.bot is None]
+                if not mine or record.status == FINISHED:
+                    stale.append(table_id)
+                    continue
+                for seat in mine:
+                    found.append({**record.summary(loaded.version), "seat": seat,
+                                  "turn": record.seat_to_move == seat})
+            await self.store.drop_seated(owner, stale)
+        return found
+
+    async def resume(self, table_id: str, owner: str) -> tuple[int, str]:
+        """A new token for the seat ``owner`` holds at the table (the same person on another
+        device); the seat's old token stops working and its sockets are closed."""
+        token = secrets.token_urlsafe(32)
+        hashed = token_hash(token)
+        held: list[int] = []
+
+        def change(loaded: Loaded) -> Change:
+            record = loaded.record
+            mine = [s for s, st in enumerate(record.seats)
+                    if st.owner == owner and st.bot is None]
+            if not mine or record.status == FINISHED:
+                raise Rejected("not_seated", "you hold no seat at this table", status=403)
+            held[:] = mine[:1]
+            return Change(record, [], ("set", mine[0], hashed))
+
+        async with unavailable_on_redis_error():
+            await self.write(table_id, change, client=(-1, "resume:" + hashed[:32]))
+        return held[0], token
+
+    async def claim_seats(self, guest: str, owner: str, player: Mapping[str, Any]) -> int:
+        """A guest who registered: every seat ``guest`` holds becomes ``owner``'s, shown as
+        ``player``; returns how many tables changed hands."""
+        moved = 0
+        async with unavailable_on_redis_error():
+            for table_id in await self.store.seated_tables(guest):
+                def change(loaded: Loaded) -> Change:
+                    record = loaded.record
+                    seats = list(record.seats)
+                    events: list[dict[str, Any]] = []
+                    for s, st in enumerate(seats):
+                        if st.owner == guest:
+                            seats[s] = replace(st, owner=owner, name=str(player["name"]),
+                                               player=player)
+                            events.append({"type": "seat", "seat": s, "name": player["name"]})
+                    return Change(replace(record, seats=tuple(seats)), events)
+
+                try:
+                    await self.write(table_id, change)
+                except Rejected:
+                    continue  # gone meanwhile
+                await self.store.add_seated(owner, table_id, self.now_ms())
+                moved += 1
+            await self.store.drop_seated(guest, await self.store.seated_tables(guest))
+        return moved
+
+    async def set_ratings(self, table_id: str, changes: Sequence[Mapping[str, Any]]) -> None:
+        """Show a rated game's rating changes on its (finished) table: one more version."""
+
+        def change(loaded: Loaded) -> Change:
+            return Change(replace(loaded.record, ratings=tuple(changes)),
+                          [{"type": "ratings"}])
+
+        async with unavailable_on_redis_error():
+            await self.write(table_id, change, client=(-1, "ratings"))
+
     def _start(self, record: TableRecord) -> TableRecord:
-        record = replace(record, status=PLAYING)
+        record = replace(record, status=PLAYING, started_ms=self.now_ms())
         return record.with_turn_clock(None, -1, self.now_ms())
 
     async def leave(self, table_id: str, token: str) -> None:
@@ -582,6 +679,10 @@ class TableService:
                 events: list[dict[str, Any]] = [{"type": "leave", "seat": seat}]
                 if record.status == WAITING:
                     seats[seat] = Seat()
+                elif record.status == PLAYING and record.config.rated:
+                    # Leaving a rated game resigns it: the leaver's side loses.
+                    record = forfeit(record, seat, self.now_ms())
+                    return Change(record, events, ("del", seat, ""))
                 elif record.status == PLAYING:
                     seats[seat] = replace(seats[seat], bot=STANDIN_BOT)
                     events[0]["bot"] = STANDIN_BOT

@@ -298,8 +298,8 @@ async def test_without_postgres_accounts_are_unavailable_and_tables_work(
     async with running(ServiceProcess(redis_url, env={**FAST, "DATABASE_URL": dead})) as svc, \
             client(svc) as web:
         refused = await register(web)
-        assert refused.status_code == 503 and code(refused) == "database_unavailable"
+        assert refused.status_code == 503 and code(refused) == "unavailable"
         assert code(await web.get("/api/me")) == "not_logged_in"  # no cookie: no look-up
         web.cookies.set("session", "some-session")
-        assert code(await web.get("/api/me")) == "database_unavailable"
+        assert code(await web.get("/api/me")) == "unavailable"
         assert (await web.post("/api/tables", json={"players": 2})).status_code == 201

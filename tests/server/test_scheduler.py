@@ -288,7 +288,7 @@ async def test_a_player_who_leaves_a_game_is_replaced_by_a_bot(
     assert (refused.value.code, refused.value.status) == ("not_seated", 403)
     _, doc = await tables.snapshot(table_id, "s")
     assert doc["table"]["seats"][seat] == {"name": f"player{seat}", "bot": "greedy",
-                                           "taken": True}
+                                           "taken": True, "player": None}
     await Scheduler(tables).run_once()
     events = await last_events(tables, table_id, version + 1)
     assert events and events[0]["seat"] == seat

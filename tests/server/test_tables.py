@@ -129,11 +129,11 @@ async def test_first_version_is_the_whole_waiting_document(tables: TableService)
     assert message["v"] == 1
     expected_table = {
         "id": table_id, "name": "Three", "status": "waiting",
-        "seats": [{"name": None, "bot": None, "taken": False},
-                  {"name": None, "bot": None, "taken": False},
-                  {"name": "Bot", "bot": "greedy", "taken": True}],
+        "seats": [{"name": None, "bot": None, "taken": False, "player": None},
+                  {"name": None, "bot": None, "taken": False, "player": None},
+                  {"name": "Bot", "bot": "greedy", "taken": True, "player": None}],
         "clock": {"kind": None, "deadline": None, "reserve": None},
-        "private": False, "result": None,
+        "private": False, "result": None, "rated": False, "ratings": None,
         # the deal commitment's value is checked against the revealed seed in test_fair_deal.py
         "commitment": message["ops"][0][2]["table"]["commitment"],
     }
@@ -154,7 +154,7 @@ async def test_table_starts_playing_when_the_last_person_sits(tables: TableServi
     version, doc = await tables.snapshot(table_id, "1")
     assert version == 3
     assert doc["table"]["status"] == "playing"
-    assert doc["table"]["seats"][1] == {"name": "bob", "bot": None, "taken": True}
+    assert doc["table"]["seats"][1] == {"name": "bob", "bot": None, "taken": True, "player": None}
     assert doc["game"]["seat"] == 1 and len(doc["game"]["hand"]) == 7
     assert doc["game"]["hand_counts"] == [7, 7]
     with pytest.raises(Rejected) as refused:
@@ -334,8 +334,9 @@ async def test_summary_and_listing_put_open_tables_first(tables: TableService) -
     assert listed[0] == {
         "id": waiting, "name": "open", "players": 2,
         "rules": {"preset": "all-fives", "target": 250}, "status": "waiting",
-        "seats": [{"name": None, "bot": None, "taken": False}] * 2, "private": False, "v": 1,
-        "clock": None, "on_timeout": "bot", "created": listed[0]["created"],
+        "seats": [{"name": None, "bot": None, "taken": False, "player": None}] * 2,
+        "private": False, "v": 1, "clock": None, "on_timeout": "bot",
+        "created": listed[0]["created"], "rated": False, "family": "fives",
     }
     assert listed[1]["status"] == "playing" and listed[1]["v"] == 3
 
@@ -368,7 +369,7 @@ async def test_leaving_a_waiting_table_frees_the_seat(tables: TableService) -> N
     await tables.leave(table_id, token)
     version, doc = await tables.snapshot(table_id, "s")
     assert version == 3
-    assert doc["table"]["seats"][1] == {"name": None, "bot": None, "taken": False}
+    assert doc["table"]["seats"][1] == {"name": None, "bot": None, "taken": False, "player": None}
     with pytest.raises(Rejected) as refused:
         await tables.authenticate(table_id, token)
     assert refused.value.code == "bad_token"

@@ -1,0 +1,143 @@
+"""Who is asking: a logged-in account (the ``session`` cookie) or a guest (the ``guest``
+cookie), for binding seats to people (docs/players.md "Guests and seats").
+
+Owns: the two cookies, the session lookup, and identity keys -- ``p:<player id>`` for an
+account, ``g:<32 hex>`` for a guest (the first half of the SHA-256 of its cookie: the server
+stores no guest, and the key never leaves the server). Must not import the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from server.rejected import Rejected
+from server.seams import AppState, app_state
+
+SESSION_COOKIE = "session"
+GUEST_COOKIE = "guest"
+_GUEST_VALUE = re.compile(r"[A-Za-z0-9_-]{43}")  # token_urlsafe(32)
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    key: str  # "p:<id>" or "g:<hex>"
+    player_id: int | None = None
+    username: str | None = None
+
+    @property
+    def guest(self) -> bool:
+        return self.player_id is None
+
+
+def player_key(player_id: int) -> str:
+    return f"p:{player_id}"
+
+
+def player_of(key: str | None) -> int | None:
+    """The account id of an identity key, or None for a guest (or no key)."""
+    if key is None or not key.startswith("p:"):
+        return None
+    return int(key[2:])
+
+
+def guest_key(cookie: str) -> str:
+    return "g:" + hashlib.sha256(cookie.encode()).hexdigest()[:32]
+
+
+def session_hash(session_id: str) -> bytes:
+    return hashlib.sha256(session_id.encode()).digest()
+
+
+def changing(request: Request) -> None:
+    """A cookie-authenticated change must come as JSON from an allowed page: a cross-site form
+    cannot send Content-Type: application/json, and the Guard middleware has already refused
+    an Origin that does not match; here the Origin must also be present."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise Rejected("unsupported_media_type",
+                       "changes must be sent as Content-Type: application/json", status=415)
+    if not request.headers.get("origin"):
+        raise Rejected("bad_origin", "changes need the Origin header of the page", status=403)
+
+
+def unavailable() -> Rejected:
+    return Rejected("unavailable", "accounts are unavailable, try again later", status=503)
+
+
+def pool(state: AppState) -> Any:
+    """The PostgreSQL pool, or 503 ``unavailable`` while the database is down."""
+    found = state.postgres.pool
+    if found is None:
+        raise unavailable()
+    return found
+
+
+async def current_player(request: Request) -> tuple[dict[str, Any], bytes]:
+    """The logged-in player (id, username, created_at) and the hash of its session id."""
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if not session_id:
+        raise Rejected("not_logged_in", "log in first", status=401)
+    digest = session_hash(session_id)
+    row = await pool(app_state(request.app)).fetchrow(
+        "SELECT p.id, p.username, p.created_at FROM sessions s JOIN players p "
+        "ON p.id = s.player_id WHERE s.id_hash = $1 AND s.expires_at > now()", digest)
+    if row is None:
+        raise Rejected("session_expired", "the session has expired or ended; log in again",
+                       status=401)
+    return dict(row), digest
+
+
+async def identify(request: Request) -> Identity | None:
+    """The account whose live session the request carries, else its guest identity, else
+    None (a first visit). An expired session falls back to the guest cookie."""
+    if request.cookies.get(SESSION_COOKIE):
+        try:
+            player, _ = await current_player(request)
+        except Rejected as rej:
+            if rej.code != "session_expired":
+                raise
+        else:
+            return Identity(player_key(player["id"]), player["id"], player["username"])
+    cookie = request.cookies.get(GUEST_COOKIE)
+    if cookie is not None and _GUEST_VALUE.fullmatch(cookie):
+        return Identity(guest_key(cookie))
+    return None
+
+
+def guest_of(request: Request) -> str | None:
+    """The guest key of the request's guest cookie, logged in or not."""
+    cookie = request.cookies.get(GUEST_COOKIE)
+    if cookie is None or not _GUEST_VALUE.fullmatch(cookie):
+        return None
+    return guest_key(cookie)
+
+
+class Visitor:
+    """The identity of a request, making a guest of a first visit: `respond` then sets the new
+    guest's cookie on the response."""
+
+    def __init__(self, identity: Identity | None) -> None:
+        self._new_cookie: str | None = None
+        if identity is None:
+            self._new_cookie = secrets.token_urlsafe(32)
+            identity = Identity(guest_key(self._new_cookie))
+        self.identity = identity
+
+    @classmethod
+    async def of(cls, request: Request) -> Visitor:
+        return cls(await identify(request))
+
+    def respond(self, request: Request, response: Response) -> Response:
+        if self._new_cookie is not None:
+            settings = app_state(request.app).settings
+            response.set_cookie(
+                GUEST_COOKIE, self._new_cookie, max_age=int(settings.guest_ttl_s), path="/",
+                httponly=True, samesite="lax", secure=request.url.scheme in ("https", "wss"))
+        return response

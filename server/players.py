@@ -1,0 +1,270 @@
+"""Players over HTTP (docs/players.md): profiles, a player's games, leaderboards, and what a
+table shows of an account's seat. Everything is read from PostgreSQL (the archive's
+``game_players``, ``ratings`` and ``rating_history``, written by server.archive).
+
+Must not import the HTTP lobby (server.lobby imports this module).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from server import leaderboard, ratings
+from server.archive import DELETED_PLAYER
+from server.identity import Identity, identify, pool
+from server.rejected import Rejected
+from server.seams import app_state
+
+USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")
+RECENT = 10
+PAGE_DEFAULT, PAGE_MAX = 20, 50
+HISTORY_MAX = 200  # rating points per family on a profile (the newest)
+
+
+def _ms(value: datetime.datetime | None) -> int | None:
+    return None if value is None else round(value.timestamp() * 1000)
+
+
+def meta() -> dict[str, Any]:
+    """What `GET /api/meta` says of ratings: the families and the rating scale."""
+    presets = ratings.family_presets()
+    return {
+        "families": [{"name": family, "label": label, "presets": presets.get(family, [])}
+                     for family, label in ratings.FAMILY_LABELS.items()],
+        "ratings": {"initial": ratings.display(ratings.Skill.new().mu),
+                    "provisional_games": ratings.PROVISIONAL_GAMES},
+    }
+
+
+def unknown_player(name: str) -> Rejected:
+    return Rejected("unknown_player", f"no player {name!r}", status=404)
+
+
+async def shown_player(identity: Identity, family: str, conn: Any) -> dict[str, Any]:
+    """What a table shows of an account's seat: its name and its rating in ``family``."""
+    row = await conn.fetchrow("SELECT rating, games FROM ratings "
+                              "WHERE player_id = $1 AND family = $2", identity.player_id, family)
+    games = 0 if row is None else int(row["games"])
+    rating = ratings.display(ratings.Skill.new().mu) if row is None else int(row["rating"])
+    return {"name": identity.username, "rating": rating,
+            "provisional": ratings.provisional(games)}
+
+
+async def _player(conn: Any, name: str) -> Any:
+    if not USERNAME.fullmatch(name):
+        raise unknown_player(name)
+    row = await conn.fetchrow("SELECT id, username, created_at FROM players "
+                              "WHERE lower(username) = lower($1)", name)
+    if row is None:
+        raise unknown_player(name)
+    return row
+
+
+# ---- games -----------------------------------------------------------------------------------
+
+_GAMES = """
+SELECT gp.game_id, gp.seat, gp.outcome, gp.ended_at, g.name, g.preset, g.family, g.rated,
+       g.seat_names, g.seat_bots, g.sides, g.scores, g.winner_side, g.end_reason, g.end_seat,
+       g.rating_changes,
+       (SELECT array_agg(x.account AND x.player_id IS NULL ORDER BY x.seat)
+          FROM game_players x WHERE x.game_id = g.id) AS deleted
+FROM game_players gp JOIN games g ON g.id = gp.game_id
+WHERE gp.player_id = $1 AND NOT g.private AND (gp.ended_at, gp.game_id) < ($2, $3)
+ORDER BY gp.ended_at DESC, gp.game_id DESC
+LIMIT $4
+"""
+_FAR_FUTURE = datetime.datetime(9999, 1, 1, tzinfo=datetime.UTC)
+
+
+def _summary(row: Mapping[str, Any]) -> dict[str, Any]:
+    sides = json.loads(row["sides"])
+    side_of = {seat: i for i, side in enumerate(sides) for seat in side}
+    deleted = row["deleted"] or []
+    seats = [{"seat": seat,
+              "name": DELETED_PLAYER if seat < len(deleted) and deleted[seat] else name,
+              "bot": bot, "side": side_of.get(seat)}
+             for seat, (name, bot) in enumerate(zip(row["seat_names"], row["seat_bots"],
+                                                     strict=True))]
+    changes = json.loads(row["rating_changes"]) if row["rating_changes"] else None
+    change = changes[row["seat"]] if changes else None
+    return {
+        "id": row["game_id"], "name": row["name"], "preset": row["preset"],
+        "family": row["family"], "rated": row["rated"], "ended": _ms(row["ended_at"]),
+        "seats": seats, "scores": list(row["scores"]),
+        "result": {"winner": row["winner_side"], "reason": row["end_reason"],
+                   "seat": row["end_seat"]},
+        "seat": row["seat"], "outcome": row["outcome"],
+        "rating": None if change is None else {"before": change["before"],
+                                               "after": change["after"]},
+    }
+
+
+def encode_cursor(ended: datetime.datetime, game_id: str) -> str:
+    raw = f"{_ms(ended)}:{game_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime.datetime, str]:
+    bad = Rejected("bad_cursor", "that cursor is not one this server gave", status=400)
+    if len(cursor) > 64:
+        raise bad
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise bad from None
+    ms, _, game_id = raw.partition(":")
+    if not ms.isdigit() or not re.fullmatch(r"[a-z0-9]{4,24}", game_id):
+        raise bad
+    try:
+        ended = datetime.datetime.fromtimestamp(int(ms) / 1000, tz=datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        raise bad from None
+    return ended, game_id
+
+
+async def _games(conn: Any, player_id: int, limit: int,
+                 after: tuple[datetime.datetime, str] | None) -> tuple[list[dict[str, Any]],
+                                                                      str | None]:
+    ended, game_id = after if after is not None else (_FAR_FUTURE, "")
+    rows = await conn.fetch(_GAMES, player_id, ended, game_id, limit + 1)
+    page = [_summary(row) for row in rows[:limit]]
+    more = len(rows) > limit
+    last = rows[limit - 1] if more else None
+    return page, None if last is None else encode_cursor(last["ended_at"], last["game_id"])
+
+
+def _limit(request: Request) -> int:
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return PAGE_DEFAULT
+    if not raw.isdigit() or not 1 <= int(raw) <= PAGE_MAX:
+        raise Rejected("bad_request", f"limit must be 1 to {PAGE_MAX}", status=400)
+    return int(raw)
+
+
+async def player_games(request: Request) -> Response:
+    """``GET /api/players/{name}/games?limit=N&cursor=C``: newest first."""
+    limit = _limit(request)
+    cursor = request.query_params.get("cursor")
+    after = decode_cursor(cursor) if cursor else None
+    db = pool(app_state(request.app))
+    player = await _player(db, request.path_params["name"])
+    games, following = await _games(db, player["id"], limit, after)
+    return JSONResponse({"games": games, "next": following})
+
+
+# ---- profiles --------------------------------------------------------------------------------
+
+_STATS = """
+SELECT family, count(*) AS games,
+       count(*) FILTER (WHERE outcome = 'win') AS wins,
+       count(*) FILTER (WHERE outcome = 'loss') AS losses,
+       count(*) FILTER (WHERE outcome = 'draw') AS draws,
+       sum(hands) AS hands, sum(hands_won) AS hands_won, sum(won_domino) AS won_domino,
+       sum(won_block) AS won_block, sum(play_points) AS play_points,
+       sum(bonus_points) AS bonus_points, max(best_play) AS best_play,
+       sum(big_plays) AS big_plays
+FROM game_players WHERE player_id = $1 GROUP BY family
+"""
+# Runs of consecutive wins per family, oldest first (gaps and islands over the game order).
+_STREAKS = """
+WITH ordered AS (
+    SELECT family, outcome,
+           row_number() OVER (PARTITION BY family ORDER BY ended_at, game_id)
+           - row_number() OVER (PARTITION BY family, outcome = 'win'
+                                ORDER BY ended_at, game_id) AS run,
+           row_number() OVER (PARTITION BY family ORDER BY ended_at DESC, game_id DESC) AS back
+    FROM game_players WHERE player_id = $1
+)
+SELECT family, run, count(*) AS length, min(back) AS newest
+FROM ordered WHERE outcome = 'win' GROUP BY family, run
+"""
+_TOP_PRESET = """
+SELECT DISTINCT ON (family) family, preset
+FROM game_players WHERE player_id = $1
+GROUP BY family, preset ORDER BY family, count(*) DESC, preset
+"""
+
+
+async def stats(conn: Any, player_id: int) -> dict[str, dict[str, Any]]:
+    """A player's statistics per family, over every archived game they played."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in await conn.fetch(_STATS, player_id):
+        games, hands = int(row["games"]), int(row["hands"])
+        points = int(row["play_points"]) + int(row["bonus_points"])
+        found[row["family"]] = {
+            "games": games, "wins": int(row["wins"]), "losses": int(row["losses"]),
+            "draws": int(row["draws"]), "win_rate": round(int(row["wins"]) / games, 4),
+            "hands": hands, "hands_won": int(row["hands_won"]),
+            "won_domino": int(row["won_domino"]), "won_block": int(row["won_block"]),
+            "play_points": int(row["play_points"]), "bonus_points": int(row["bonus_points"]),
+            "points_per_hand": round(points / hands, 2) if hands else 0.0,
+            "best_play": int(row["best_play"]), "big_plays": int(row["big_plays"]),
+            "longest_streak": 0, "current_streak": 0, "top_preset": None,
+        }
+    for row in await conn.fetch(_STREAKS, player_id):
+        family = found[row["family"]]
+        family["longest_streak"] = max(family["longest_streak"], int(row["length"]))
+        if int(row["newest"]) == 1:  # the run that reaches the newest game
+            family["current_streak"] = int(row["length"])
+    for row in await conn.fetch(_TOP_PRESET, player_id):
+        found[row["family"]]["top_preset"] = row["preset"]
+    return found
+
+
+async def _ratings(conn: Any, player_id: int) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for row in await conn.fetch("SELECT family, rating, games FROM ratings "
+                                "WHERE player_id = $1 ORDER BY family", player_id):
+        found[row["family"]] = {"rating": int(row["rating"]), "games": int(row["games"]),
+                                "provisional": ratings.provisional(int(row["games"])),
+                                "history": []}
+    rows = await conn.fetch(
+        "SELECT family, at, rating FROM (SELECT family, at, rating, game_id, row_number() "
+        "OVER (PARTITION BY family ORDER BY at DESC, game_id DESC) AS back "
+        "FROM rating_history WHERE player_id = $1) h WHERE back <= $2 "
+        "ORDER BY family, at, game_id", player_id, HISTORY_MAX)
+    for row in rows:
+        if row["family"] in found:
+            found[row["family"]]["history"].append({"at": _ms(row["at"]),
+                                                    "rating": int(row["rating"])})
+    return found
+
+
+async def profile(request: Request) -> Response:
+    """``GET /api/players/{name}``."""
+    db = pool(app_state(request.app))
+    player = await _player(db, request.path_params["name"])
+    async with db.acquire() as conn:
+        recent, _ = await _games(conn, player["id"], RECENT, None)
+        body = {"name": player["username"], "joined": _ms(player["created_at"]),
+                "ratings": await _ratings(conn, player["id"]),
+                "stats": await stats(conn, player["id"]), "recent": recent}
+    return JSONResponse(body)
+
+
+# ---- leaderboards ----------------------------------------------------------------------------
+
+async def leaderboard_of(request: Request) -> Response:
+    """``GET /api/leaderboards/{family}``: the top 100 and the viewer's own rank."""
+    family = request.path_params["family"]
+    if family not in ratings.FAMILY_LABELS:
+        raise Rejected("unknown_family", f"no rating family {family!r}", status=404)
+    db = pool(app_state(request.app))
+    identity = await identify(request)
+    async with db.acquire() as conn:
+        top = await leaderboard.top(conn, family)
+        me = None
+        if identity is not None and identity.player_id is not None:
+            me = await leaderboard.rank_of(conn, family, identity.player_id)
+    return JSONResponse({"family": family, "label": ratings.FAMILY_LABELS[family],
+                         "players": top, "me": me})
