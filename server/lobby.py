@@ -129,10 +129,9 @@ def _service(request: Request) -> TableLobby:
 
 async def create_table(request: Request) -> Response:
     body = await read_json(request)
-    if body.get("rated") is True:
-        visitor = await Visitor.of(request)
-        if visitor.identity.guest:
-            raise Rejected("account_required", "log in to create a rated table", status=403)
+    visitor = await Visitor.of(request)
+    if body.get("rated") is True and visitor.identity.guest:
+        raise Rejected("account_required", "log in to create a rated table", status=403)
     address = request.client.host if request.client else None
     owner = owner_key(address)
     quotas = _state(request).quotas
@@ -141,7 +140,7 @@ async def create_table(request: Request) -> Response:
     created = await _service(request).create(body, owner=owner)
     if owner is not None:
         await quotas.created(owner, created["id"])
-    return JSONResponse(created, status_code=201)
+    return visitor.respond(request, JSONResponse(created, status_code=201))
 
 
 async def over_quota(retry_after_s: int | None, what: str) -> None:
