@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]  # ships no type hints
-import msgpack
 from redis.exceptions import RedisError
 
 from server import ratings
@@ -290,12 +289,8 @@ class Archive:
         queued = {parsed[0] for job in await redis.lrange(ARCHIVE_QUEUE, 0, -1)
                   if (parsed := parse_job(as_bytes(job).decode())) is not None}
         found = 0
-        async for key in redis.scan_iter(match="t:{*}:meta", count=SWEEP_PAGE):
-            table_id = as_bytes(key).decode()[3:-6]
+        async for table_id in self.store.tables_with_status(FINISHED, page=SWEEP_PAGE):
             if table_id in queued or not TABLE_ID.match(table_id):
-                continue
-            meta = await self.store.meta(table_id)
-            if meta is None or msgpack.unpackb(meta).get("status") != FINISHED:
                 continue
             if await self.store.lifetime_ms(table_id) != -1:
                 continue  # archived already (or the archive was off when it ended)

@@ -1,6 +1,7 @@
 /**
- * HTTP lobby calls (JSON under /api/, docs/protocol.md §9) and the seat tokens kept in
- * localStorage per table, so a reload resumes the seat. No DOM beyond localStorage.
+ * HTTP calls (JSON under /api/: the lobby, docs/protocol.md §9; accounts and players,
+ * docs/players.md) and the seat tokens kept in localStorage per table, so a reload resumes
+ * the seat. No DOM beyond localStorage.
  */
 
 export class ApiError extends Error {
@@ -11,8 +12,10 @@ export class ApiError extends Error {
   }
 }
 
-async function call(method, path, body) {
-  const init = { method, headers: { Accept: "application/json" } };
+async function call(method, path, body, { json = false } = {}) {
+  const init = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+  // A cookie-authenticated change must say application/json even without a body (players.md).
+  if (json) init.headers["Content-Type"] = "application/json";
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -44,6 +47,18 @@ export const api = {
   leave: (id, token) => call("POST", `/api/tables/${enc(id)}/leave`, { token }),
   replay: (id) => call("GET", `/api/tables/${enc(id)}/replay`),
   transcript: (id, invite) => call("GET", `/api/tables/${enc(id)}/transcript${q(invite)}`),
+  // accounts and players (docs/players.md)
+  me: () => call("GET", "/api/me"),
+  register: (username, password) => call("POST", "/api/accounts", { username, password }),
+  login: (username, password) => call("POST", "/api/session", { username, password }),
+  logout: () => call("DELETE", "/api/session", undefined, { json: true }),
+  myTables: () => call("GET", "/api/me/tables"),
+  resume: (id) => call("POST", `/api/tables/${enc(id)}/resume`, {}),
+  player: (name) => call("GET", `/api/players/${enc(name)}`),
+  playerGames: (name, { limit = 20, cursor = null } = {}) =>
+    call("GET", `/api/players/${enc(name)}/games?limit=${limit}${
+      cursor ? `&cursor=${enc(cursor)}` : ""}`),
+  leaderboard: (family) => call("GET", `/api/leaderboards/${enc(family)}`),
 };
 
 const SEAT_KEY = (id) => `allfives.seat.${id}`;

@@ -2,8 +2,10 @@
  * The lobby page (#/): create a table (preset, players, bot seats, clock, privacy),
  * list open and live tables, join a seat or watch. Talks to the server only through
  * api.js; the game itself happens on the table page. The presets, options and bot levels
- * offered are the server's (GET /api/meta, meta.js).
+ * offered are the server's (GET /api/meta, meta.js). A logged-in player sits under the
+ * account's name and may make the table rated (account seats only, no bots).
  */
+import { currentUser, loadUser } from "./account.js";
 import { api, playerName, saveSeat, savedSeat, setPlayerName } from "./api.js";
 import {
   botLevels, clockChoices, clockFields, defaultLevel, defaultPreset, nameLimits, playerCounts,
@@ -43,10 +45,10 @@ export function showLobby(root) {
       el("button", { type: "button", class: "ghost", onclick: () => refresh() }, "Refresh"))));
   let stopped = false;
   let lastTables = null;
-  loadMeta().then((loaded) => {
+  Promise.all([loadMeta(), loadUser()]).then(([loaded]) => {
     if (stopped) return;
     meta = loaded;
-    fill(formBox, createForm(meta));
+    fill(formBox, createForm(meta, currentUser()));
     if (lastTables) renderList(listBox, lastTables, meta);
   }, (e) => {
     if (!stopped) formBox.textContent = `Could not load the table options: ${e.message}`;
@@ -68,7 +70,7 @@ export function showLobby(root) {
   };
 }
 
-function createForm(meta) {
+function createForm(meta, user) {
   const seatsBox = el("div", { class: "seat-choices" });
   const clockExtra = el("div", { class: "clock-extra" });
   const limits = nameLimits(meta);
@@ -76,7 +78,8 @@ function createForm(meta) {
   const players = playerCounts(meta);
   const form = el("form", { class: "create-form", "aria-label": "create a table" },
     field("Your name", el("input", { name: "player", required: true, maxlength: limits.player,
-      value: playerName(), autocomplete: "nickname" })),
+      value: user ? user.username : playerName(), autocomplete: "nickname", readonly: Boolean(user),
+      title: user ? "You sit under your account's name" : null })),
     field("Table name", el("input", { name: "name", maxlength: limits.table,
       placeholder: "Friday fives" })),
     field("Game", el("select", { name: "preset" },
@@ -91,18 +94,32 @@ function createForm(meta) {
     clockExtra,
     el("label", { class: "check" }, el("input", { type: "checkbox", name: "private" }),
       " Private (invite link only)"),
+    el("label", { class: `check rated-check${user ? "" : " disabled"}` },
+      el("input", { type: "checkbox", name: "rated", disabled: !user,
+        onchange: () => drawSeats() }),
+      " Rated (players with an account, no bots)"),
+    user ? null : el("p", { class: "muted rated-hint" }, el("a", { href: "#/login" }, "Log in"),
+      " to play rated games."),
     el("p", { class: "form-error", role: "alert" }),
     el("button", { type: "submit", class: "primary" }, "Create and sit down"));
 
   const levels = botLevels(meta);
   const firstLevel = defaultLevel(meta);
+  const chosen = [];
   function drawSeats() {
     const n = Number(form.players.value);
-    fill(seatsBox, ...Array.from({ length: n - 1 }, (_, i) => field(`Seat ${i + 2}`,
-      el("select", { name: `seat${i + 1}`, class: "seat-kind" },
-        el("option", { value: "human" }, "Open for a player"),
-        levels.map((l) => el("option", { value: l, selected: l === firstLevel && i === 0 },
-          `Bot (${l})`))))));
+    const rated = Boolean(form.rated?.checked);
+    // what was chosen stays chosen when the count changes or the table stops being rated
+    fill(seatsBox, ...Array.from({ length: n - 1 }, (_, i) => {
+      const was = chosen[i] ?? (i === 0 ? firstLevel : "human");
+      return field(`Seat ${i + 2}`,
+        el("select", { name: `seat${i + 1}`, class: "seat-kind", disabled: rated,
+          title: rated ? "A rated table has no bots" : null,
+          onchange: (e) => { chosen[i] = e.target.value; } },
+        el("option", { value: "human", selected: rated || was === "human" }, "Open for a player"),
+        levels.map((l) => el("option", { value: l, disabled: rated, selected: !rated && l === was },
+          `Bot (${l})`))));
+    }));
   }
   function drawClock() {
     const kind = form.clock.value;
@@ -124,8 +141,9 @@ function createForm(meta) {
     const error = form.querySelector(".form-error");
     error.textContent = "";
     const players = Number(form.players.value);
+    const rated = Boolean(form.rated?.checked) && Boolean(user);
     const bots = {};
-    for (let i = 1; i < players; i++) {
+    for (let i = 1; i < players && !rated; i++) {
       const kind = form[`seat${i}`].value;
       if (kind !== "human") bots[String(i)] = kind;
     }
@@ -140,6 +158,7 @@ function createForm(meta) {
       name: form.name.value.trim() || `${name}'s table`,
     };
     if (clock) spec.on_timeout = form.on_timeout.value;
+    if (rated) spec.rated = true;
     const button = form.querySelector("button[type=submit]");
     button.disabled = true;
     try {
@@ -185,6 +204,7 @@ function renderList(box, tables, meta) {
         el("strong", {}, t.name || t.id), " ",
         el("span", { class: "tag" }, presetLabel(meta, t.rules)), " ",
         el("span", { class: `tag status-${t.status}` }, t.status),
+        t.rated ? el("span", { class: "tag rated" }, "rated") : null,
         el("div", { class: "muted seats-line", html: names.join(" · ") })),
       el("div", { class: "table-actions" }, actions));
   };

@@ -80,3 +80,36 @@ export function nameLimits(meta) {
     player: meta?.create?.player_name?.max_length ?? 32,
   };
 }
+
+/** The rating families, as the server names them when its meta has none (docs: GET /api/meta). */
+const FAMILY_WORDS = {
+  fives: "Fives", threes: "Threes", "fives-and-threes": "Fives and Threes", bergen: "Bergen",
+  block: "Block",
+};
+
+/** [{name, label, presets}] of every rating family, in the server's order. */
+export function families(meta) {
+  const listed = meta?.families;
+  if (Array.isArray(listed) && listed.length) {
+    return listed.map((f) => ({ name: f.name, label: f.label || FAMILY_WORDS[f.name] || f.name,
+      presets: f.presets ?? [] }));
+  }
+  // an older server: the families its presets name, else the known ones
+  const named = [...new Set((meta?.presets ?? []).map((p) => p.family).filter(Boolean))];
+  const names = named.length ? named : Object.keys(FAMILY_WORDS);
+  return names.map((name) => ({
+    name, label: FAMILY_WORDS[name] ?? name,
+    presets: (meta?.presets ?? []).filter((p) => p.family === name).map((p) => p.name),
+  }));
+}
+
+/** The label of family `name`. */
+export function familyLabel(meta, name) {
+  return families(meta).find((f) => f.name === name)?.label ?? FAMILY_WORDS[name] ?? name;
+}
+
+/** The rating settings: games before a rating stops being provisional, and the first rating. */
+export function ratingSettings(meta) {
+  return { provisional_games: meta?.ratings?.provisional_games ?? 10,
+    initial: meta?.ratings?.initial ?? 1500 };
+}

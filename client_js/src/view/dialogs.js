@@ -1,9 +1,11 @@
 /**
  * The table's two rooms around the game: the waiting room (seats to take, the player's
  * name, the invite link of a private table) and the dialogs over the felt (a finished
- * hand's summary, the game-over screen with the fair-deal check). Draw only; intents go
- * to `actions`.
+ * hand's summary, the game-over screen with the fair-deal check and, at a rated table, each
+ * seat's rating change). Draw only; intents go to `actions`.
  */
+import { currentUser } from "../account.js";
+import { ratingChanges, ratingText } from "../ratings.js";
 import { el, esc, fill } from "./dom.js";
 import { roundSummary } from "./summary.js";
 
@@ -13,21 +15,29 @@ export function drawWaitingRoom(w, { table, game, state, ui, actions, name }) {
   if (w.hidden) return;
   const seats = table.seats ?? [];
   const canJoin = state.seat === null;
+  const user = currentUser();
+  const rated = Boolean(table.rated);
+  const rating = (s) => (s?.player ? el("span", { class: "seat-rating" }, ` ${ratingText(s.player)}`) : null);
   const invite = ui.invite
     ? `${location.origin}${location.pathname}#/t/${table.id}?invite=${encodeURIComponent(ui.invite)}`
     : null;
   fill(w,
-    el("h2", {}, table.name || "Table"),
+    el("h2", {}, table.name || "Table", rated ? el("span", { class: "tag rated" }, "rated") : null),
     el("p", {}, "Waiting for players…"),
+    rated && canJoin && !user ? el("p", { class: "rated-note" },
+      "This table is rated: only players with an account may sit. ",
+      el("a", { href: "#/login" }, "Log in"), " or ", el("a", { href: "#/register" }, "register"),
+      ".") : null,
     el("ul", { class: "waiting-seats" }, seats.map((s, i) => el("li", {},
-      el("span", {}, `Seat ${i + 1}: `, s.taken ? name(i) : "free"),
+      el("span", {}, `Seat ${i + 1}: `, s.taken ? name(i) : "free", s.taken ? rating(s) : null),
       !s.taken && canJoin
         ? el("button", { type: "button", class: "primary", "data-seat": i,
           onclick: () => actions.join(i, w.querySelector("input[name=player]")?.value) },
         "Sit here")
         : null))),
     canJoin ? el("label", { class: "field" }, el("span", {}, "Your name"),
-      el("input", { name: "player", maxlength: 24, value: ui.name ?? "",
+      el("input", { name: "player", maxlength: 24, value: user ? user.username : ui.name ?? "",
+        readonly: Boolean(user), title: user ? "You sit under your account's name" : null,
         oninput: (e) => actions.setName(e.target.value) })) : null,
     ui.joinError ? el("p", { class: "form-error" }, ui.joinError) : null,
     invite ? el("p", { class: "invite" }, "Invite link (the table is private): ",
@@ -63,10 +73,11 @@ export function drawDialog(o, { game, table, ui, state, name }) {
 <h2>${mine ? "You win!" : "Game over"}</h2>${how}
 <p class="winner">${winners === null ? "No winner" : `${esc(winners)} won`}</p>
 <ul class="final final-scores">${scores}</ul>
+${ratingSection(table, name)}
 ${rounds.length ? roundSummary(rounds.at(-1), rounds.length - 1, game, name) : ""}
 ${fairDeal(ui.fair, table, ui.invite)}
 <p class="dialog-actions"><a class="button primary" href="#/replay/${esc(table?.id)}">Watch the replay</a>
-<a class="button ghost" href="#/">Lobby</a></p></div>`;
+${profileLink()}<a class="button ghost" href="#/">Lobby</a></p></div>`;
     return;
   }
   if (ui.seenRounds === null || rounds.length <= ui.seenRounds) {
@@ -80,6 +91,27 @@ ${fairDeal(ui.fair, table, ui.invite)}
 ${roundSummary(rounds[k], k, game, name)}
 <p class="dialog-actions"><button type="button" class="primary" data-dismiss>Next hand</button></p></div>`;
   o.querySelector("[data-dismiss]")?.focus();
+}
+
+/** The logged-in player's profile, from the game-over dialog (the header is under it). */
+function profileLink() {
+  const user = currentUser();
+  return user ? `<a class="button ghost profile-link" href="#/players/${esc(encodeURIComponent(user.username))}">Your profile</a>
+` : "";
+}
+
+/** A rated game's rating changes by seat ("ann 1500 → 1523 (+23)"), or the wait for them. */
+export function ratingSection(table, name) {
+  if (!table?.rated) return "";
+  const changes = ratingChanges(table.ratings);
+  if (changes.length === 0) {
+    return `<section class="rating-changes" data-status="pending" aria-live="polite"><h3>Ratings</h3>
+<p class="muted">Updating the ratings…</p></section>`;
+  }
+  const items = changes.map((c) => `<li data-seat="${c.seat}" class="${c.diff > 0 ? "up" : c.diff < 0 ? "down" : ""}">
+<span>${esc(name(c.seat))}</span> <strong>${esc(c.text)}</strong></li>`).join("");
+  return `<section class="rating-changes" data-status="done" aria-live="polite"><h3>Ratings</h3>
+<ul>${items}</ul></section>`;
 }
 
 const FAIR_TITLES = {

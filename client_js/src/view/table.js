@@ -10,6 +10,7 @@ import { boardSvg, boxFor } from "./board.js";
 import { el, fill, formatClock, seatLabel } from "./dom.js";
 import { tileBack, uprightTile } from "./tiles.js";
 import { drawDialog, drawWaitingRoom } from "./dialogs.js";
+import { ratingText } from "../ratings.js";
 
 const MOVE_WORDS = {
   not_your_turn: "It is not your turn.",
@@ -121,7 +122,8 @@ export class TableView {
       () => this.drawScores(game, table));
     this.region("history", [game?.history, table?.seats], () => this.drawHistory(game, table));
     this.region("chat", [state.chat], () => this.drawChat(state.chat));
-    this.region("overlay", [game?.rounds, game?.game_over, ui.seenRounds, table?.seats, table?.status, ui.fair],
+    this.region("overlay", [game?.rounds, game?.game_over, ui.seenRounds, table?.seats, table?.status, ui.fair,
+      table?.ratings],
       () => this.drawOverlay(game, table, ui, state));
     this.tickClocks();
   }
@@ -151,6 +153,8 @@ export class TableView {
         el("span", { class: `dot ${online ? "on" : "off"}`, title: online ? "connected" : "away" }),
         el("span", { class: "seat-name" }, this.seatName(table, i),
           s?.bot && !/bot/i.test(this.seatName(table, i)) ? el("small", {}, " (bot)") : null),
+        s?.player ? el("span", { class: "seat-rating", title: s.player.provisional
+          ? "rating (provisional: few rated games yet)" : "rating" }, ratingText(s.player)) : null,
         count !== undefined ? el("span", { class: "count", title: "tiles in hand" }, `${count}`) : null,
         backs,
         el("span", { class: "clock", "data-clock-seat": i }));
