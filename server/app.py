@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route, WebSocketRoute
 
-from server import accounts, lobby, logs, players
+from server import accounts, leaderboard, lobby, logs, players
 from server.archive import Archive
 from server.db import Postgres
 from server.guard import Guard, host_rules
@@ -166,6 +166,9 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
             group.create_task(service.run_deadlines(stop, settings))
             if service.archive:
                 group.create_task(archive.run(stop))
+            if db_url is not None:
+                group.create_task(leaderboard.run_refresh(postgres, stop,
+                                                          settings.leaderboard_refresh_s))
             try:
                 yield
             finally:

@@ -1,72 +1,107 @@
 """Leaderboards: the top of a rating family and one player's place on it (asyncpg).
 
-The board of a family is its players with at least ``min_games`` rated games (not provisional,
-server/ratings.py) who played one within ``active_days``, ordered by rating (highest first),
-then by player id. Both queries read the ``ratings_board`` index of
-server/migrations/0003_ratings.sql (family, rating DESC, player_id) INCLUDE (games,
-last_game_at): ``top`` walks it from the top until it has ``limit`` players (about a
-millisecond), ``rank_of`` counts the board players ahead of one player, both from the index
-alone. That count is exact and grows with the rank: roughly 0.3 us per player ahead on the
-bench's 2-vCPU machine, so ~30 ms for the last of a 100,000-player board (bench/leaderboard.py).
+The board of a family is its players with at least ``PROVISIONAL_GAMES`` rated games (not
+provisional, server/ratings.py) who played one within ``ACTIVE_DAYS``, ordered by rating
+(highest first), then by player id. It is read from ``boards``, a materialized view
+(server/migrations/0004_boards.sql) holding every board player's rank: ``top`` reads the
+(family, rank) index from rank 1, ``rank_of`` the unique (family, player_id) one, each a single
+index read whatever the rank. The view is a snapshot: ``run_refresh`` rebuilds it every
+LEADERBOARD_REFRESH_S in one process at a time (an advisory lock), so a board is up to that old.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]  # ships no type hints
+
+from server.db import Postgres
 from server.ratings import PROVISIONAL_GAMES
 
+log = logging.getLogger(__name__)
+
+# The board's rules, written into the view of server/migrations/0004_boards.sql: keep the
+# view's "games >= 10" and "interval '30 days'" equal to these.
 ACTIVE_DAYS = 30
+MIN_GAMES = PROVISIONAL_GAMES
 
-# The activity cutoff is a scalar subquery: computed once per statement (an InitPlan), where
-# the bare expression in a filter would be computed again for every row scanned.
-_CUTOFF = "(SELECT now() - make_interval(days => {days}))"
+# pg_try_advisory_lock key held while refreshing: any 64-bit number no other code uses.
+REFRESH_LOCK = 0x626F61726473  # "boards"
 
-_TOP = f"""
-SELECT r.rating, r.games, p.username
-FROM ratings r JOIN players p ON p.id = r.player_id
-WHERE r.family = $1 AND r.games >= $2 AND r.last_game_at >= {_CUTOFF.format(days="$3")}
-ORDER BY r.rating DESC, r.player_id
-LIMIT $4
+_PG_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
+
+_TOP = """
+SELECT b.rank, b.rating, b.games, p.username
+FROM boards b JOIN players p ON p.id = b.player_id
+WHERE b.family = $1 AND b.rank <= $2
+ORDER BY b.rank
 """
 
-# The board players ahead of one: those of a higher rating (the index walked from the top of
-# the family down to the player's rating) plus those of the same rating and a lower id.
-_RANK = f"""
-WITH me AS (
-    SELECT player_id, rating, games
-    FROM ratings
-    WHERE player_id = $1 AND family = $2 AND games >= $3
-      AND last_game_at >= {_CUTOFF.format(days="$4")}
-)
-SELECT me.rating, me.games, 1 + (
-    SELECT count(*) FROM ratings r
-    WHERE r.family = $2 AND r.rating > me.rating
-      AND r.games >= $3 AND r.last_game_at >= {_CUTOFF.format(days="$4")}
-) + (
-    SELECT count(*) FROM ratings r
-    WHERE r.family = $2 AND r.rating = me.rating AND r.player_id < me.player_id
-      AND r.games >= $3 AND r.last_game_at >= {_CUTOFF.format(days="$4")}
-) AS rank
-FROM me
+_RANK = """
+SELECT rank, rating, games FROM boards WHERE family = $1 AND player_id = $2
 """
 
 
-async def top(conn: Any, family: str, *, limit: int = 100, active_days: int = ACTIVE_DAYS,
-              min_games: int = PROVISIONAL_GAMES) -> list[dict[str, Any]]:
+async def top(conn: Any, family: str, *, limit: int = 100) -> list[dict[str, Any]]:
     """The first ``limit`` players of ``family``'s board, each {"rank", "name", "rating",
     "games"}, ranked 1..n in board order (equal ratings still get consecutive ranks, the lower
-    player id first)."""
-    rows = await conn.fetch(_TOP, family, min_games, active_days, limit)
-    return [{"rank": rank, "name": row["username"], "rating": row["rating"],
-             "games": row["games"]} for rank, row in enumerate(rows, start=1)]
+    player id first), as of the last refresh. A player deleted since then is left out (their
+    rank is not given to anyone else until the next refresh)."""
+    rows = await conn.fetch(_TOP, family, limit)
+    return [{"rank": int(row["rank"]), "name": row["username"], "rating": row["rating"],
+             "games": row["games"]} for row in rows]
 
 
-async def rank_of(conn: Any, family: str, player_id: int, *, active_days: int = ACTIVE_DAYS,
-                  min_games: int = PROVISIONAL_GAMES) -> dict[str, Any] | None:
+async def rank_of(conn: Any, family: str, player_id: int) -> dict[str, Any] | None:
     """``player_id``'s {"rank", "rating", "games"} on ``family``'s board (the rank `top` gives
-    them), or None when they are not on it: unrated in the family, provisional or inactive."""
-    row = await conn.fetchrow(_RANK, player_id, family, min_games, active_days)
+    them) as of the last refresh, or None when they are not on it: unrated in the family,
+    provisional or inactive."""
+    row = await conn.fetchrow(_RANK, family, player_id)
     if row is None:
         return None
     return {"rank": int(row["rank"]), "rating": row["rating"], "games": row["games"]}
+
+
+async def refresh(conn: Any) -> None:
+    """Rebuild the boards snapshot without blocking its readers (CONCURRENTLY); a view never
+    populated (created WITH NO DATA) cannot be refreshed so and is refreshed plainly."""
+    populated = await conn.fetchval(
+        "SELECT ispopulated FROM pg_matviews WHERE schemaname = current_schema() "
+        "AND matviewname = 'boards'")
+    if populated:
+        await conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY boards")
+    else:  # never populated (or missing: then the plain REFRESH raises the error)
+        await conn.execute("REFRESH MATERIALIZED VIEW boards")
+
+
+async def refresh_once(postgres: Postgres) -> bool:
+    """Refresh the boards unless another process is refreshing them; whether this one did.
+    Raises the PostgreSQL errors (none while the pool is down: then False)."""
+    pool = postgres.pool
+    if pool is None:
+        return False
+    async with pool.acquire() as conn:
+        if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", REFRESH_LOCK):
+            return False
+        try:
+            await refresh(conn)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", REFRESH_LOCK)
+    return True
+
+
+async def run_refresh(postgres: Postgres, stop: asyncio.Event, every_s: float) -> None:
+    """Every ``every_s`` until ``stop``: refresh the boards in at most one process at a time
+    (the others skip that round); a PostgreSQL down or failing is logged and tried next time."""
+    while not stop.is_set():
+        try:
+            await refresh_once(postgres)
+        except _PG_ERRORS as exc:
+            log.warning("leaderboard refresh: %s: %s", type(exc).__name__, exc)
+        except Exception:
+            log.exception("leaderboard refresh failed")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=every_s)

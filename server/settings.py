@@ -132,6 +132,8 @@ class Settings:
     # The PostgreSQL archive of finished games (server.archive, docs/operations.md).
     archive_sweep_s: float = 300.0  # finished games whose job was lost are looked for this often
     archive_retry_max_s: float = 30.0  # longest wait between tries while PostgreSQL is down
+    # The leaderboards snapshot (server.leaderboard) is rebuilt this often, by one process.
+    leaderboard_refresh_s: float = 60.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -237,4 +239,7 @@ class Settings:
             archive_retry_max_s=_positive("ARCHIVE_RETRY_MAX_S",
                                           num("ARCHIVE_RETRY_MAX_S", d.archive_retry_max_s,
                                               float)),
+            leaderboard_refresh_s=_positive("LEADERBOARD_REFRESH_S",
+                                            num("LEADERBOARD_REFRESH_S", d.leaderboard_refresh_s,
+                                                float)),
         )

@@ -1,18 +1,20 @@
 """Leaderboards (server/leaderboard.py) on a real PostgreSQL: one empty, migrated database per
-test."""
+test. The boards are a snapshot: every test refreshes it (`refresh`) before reading."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import asyncpg  # type: ignore[import-untyped]  # ships no type hints
 import pytest
 
 from server import leaderboard
-from server.db import migrate
-from server.leaderboard import rank_of, top
+from server.db import Postgres, migrate
+from server.leaderboard import rank_of, refresh, top
 
 
 @pytest.fixture
@@ -53,6 +55,7 @@ async def test_the_board_is_ordered_by_rating_then_player_id(conn: asyncpg.Conne
     tie_b = await rated(conn, "tie_b", 1600)
     await rated(conn, "low", 900, games=2000)
     assert tie_a < tie_b
+    await refresh(conn)
     assert await top(conn, "fives") == [
         {"rank": 1, "name": "best", "rating": 1800, "games": 20},
         {"rank": 2, "name": "tie_a", "rating": 1600, "games": 20},
@@ -68,13 +71,16 @@ async def test_the_board_is_ordered_by_rating_then_player_id(conn: asyncpg.Conne
 async def test_provisional_players_are_not_on_the_board(conn: asyncpg.Connection) -> None:
     nine = await rated(conn, "nine", 2000, games=9)
     ten = await rated(conn, "ten", 1400, games=10)
+    await refresh(conn)
     assert [row["name"] for row in await top(conn, "fives")] == ["ten"]
     assert await rank_of(conn, "fives", nine) is None
     assert await rank_of(conn, "fives", ten) == {"rank": 1, "rating": 1400, "games": 10}
-    # min_games is the caller's
-    assert [row["name"] for row in await top(conn, "fives", min_games=1)] == ["nine", "ten"]
-    assert await rank_of(conn, "fives", ten, min_games=1) == {
-        "rank": 2, "rating": 1400, "games": 10}
+    # a tenth game puts "nine" on the board at the next refresh
+    await conn.execute("UPDATE ratings SET games = 10 WHERE player_id = $1", nine)
+    assert await rank_of(conn, "fives", nine) is None
+    await refresh(conn)
+    assert [row["name"] for row in await top(conn, "fives")] == ["nine", "ten"]
+    assert await rank_of(conn, "fives", ten) == {"rank": 2, "rating": 1400, "games": 10}
 
 
 async def test_players_inactive_for_30_days_are_not_on_the_board(
@@ -82,14 +88,22 @@ async def test_players_inactive_for_30_days_are_not_on_the_board(
     recent = await rated(conn, "recent", 1500, days_ago=29)
     gone = await rated(conn, "gone", 1700, days_ago=31)
     today = await rated(conn, "today", 1400, days_ago=0)
+    await refresh(conn)
     assert [row["name"] for row in await top(conn, "fives")] == ["recent", "today"]
     assert await rank_of(conn, "fives", gone) is None
     assert await rank_of(conn, "fives", today) == {"rank": 2, "rating": 1400, "games": 20}
-    assert [row["name"] for row in await top(conn, "fives", active_days=60)] == [
-        "gone", "recent", "today"]
-    assert (await rank_of(conn, "fives", today, active_days=60) or {})["rank"] == 3
-    assert [row["name"] for row in await top(conn, "fives", active_days=7)] == ["today"]
-    assert await rank_of(conn, "fives", recent, active_days=7) is None
+    assert await rank_of(conn, "fives", recent) == {"rank": 1, "rating": 1500, "games": 20}
+    # a game played again brings "gone" back at the next refresh
+    await conn.execute("UPDATE ratings SET last_game_at = now() WHERE player_id = $1", gone)
+    await refresh(conn)
+    assert [row["name"] for row in await top(conn, "fives")] == ["gone", "recent", "today"]
+    assert (await rank_of(conn, "fives", today) or {})["rank"] == 3
+
+
+async def test_the_view_applies_the_documented_board_rules() -> None:
+    text = (Path(leaderboard.__file__).parent / "migrations" / "0004_boards.sql").read_text()
+    assert f"games >= {leaderboard.MIN_GAMES} " in text
+    assert f"interval '{leaderboard.ACTIVE_DAYS} days'" in text
 
 
 async def test_each_family_has_its_own_board(conn: asyncpg.Connection) -> None:
@@ -97,6 +111,7 @@ async def test_each_family_has_its_own_board(conn: asyncpg.Connection) -> None:
     await rate(conn, both, 1900, family="bergen")
     other = await rated(conn, "other", 1700, family="bergen")
     only_fives = await rated(conn, "fiver", 1600)
+    await refresh(conn)
     assert [row["name"] for row in await top(conn, "fives")] == ["fiver", "both"]
     assert [(row["name"], row["rating"]) for row in await top(conn, "bergen")] == [
         ("both", 1900), ("other", 1700)]
@@ -109,6 +124,7 @@ async def test_each_family_has_its_own_board(conn: asyncpg.Connection) -> None:
 
 async def test_unknown_players_have_no_rank(conn: asyncpg.Connection) -> None:
     unrated = await player(conn, "unrated")
+    await refresh(conn)
     assert await rank_of(conn, "fives", unrated) is None
     assert await rank_of(conn, "fives", 987654321) is None
 
@@ -122,6 +138,7 @@ async def test_rank_of_agrees_with_top_for_every_player(conn: asyncpg.Connection
         rating = rng.choice([1300, 1450, 1500, 1500, 1500, 1620, 1700, 1880])  # many ties
         ids.append(await rated(conn, f"p{i:02d}", rating, games=games, days_ago=days))
     names = {f"p{i:02d}": player_id for i, player_id in enumerate(ids)}
+    await refresh(conn)
     board = await top(conn, "fives")
     assert 15 <= len(board) <= 35
     assert [row["rank"] for row in board] == list(range(1, len(board) + 1))
@@ -139,13 +156,84 @@ async def test_rank_of_agrees_with_top_for_every_player(conn: asyncpg.Connection
     assert await top(conn, "fives", limit=5) == board[:5]
 
 
-async def test_both_queries_can_read_the_board_index(conn: asyncpg.Connection) -> None:
+async def test_both_queries_are_one_index_read_of_the_view(conn: asyncpg.Connection) -> None:
     for i in range(50):
         await rated(conn, f"q{i:02d}", 1000 + 10 * i)
-    await conn.execute("ANALYZE ratings")
+    await refresh(conn)
+    await conn.execute("ANALYZE boards")
     await conn.execute("SET enable_seqscan = off")
     await conn.execute("SET enable_bitmapscan = off")
-    for sql, args in ((leaderboard._TOP, ("fives", 10, 30, 100)),
-                      (leaderboard._RANK, (1, "fives", 10, 30))):
+    for sql, args, index in ((leaderboard._TOP, ("fives", 100), "boards_rank"),
+                             (leaderboard._RANK, ("fives", 1), "boards_player")):
         plan = "\n".join(row[0] for row in await conn.fetch("EXPLAIN " + sql, *args))
-        assert "Index Only Scan using ratings_board" in plan, plan
+        assert f"using {index} on boards" in plan, plan
+
+
+async def test_a_view_never_populated_is_refreshed_plainly(conn: asyncpg.Connection) -> None:
+    ann = await rated(conn, "ann", 1500)
+    await conn.execute("REFRESH MATERIALIZED VIEW boards WITH NO DATA")
+    await refresh(conn)
+    assert await rank_of(conn, "fives", ann) == {"rank": 1, "rating": 1500, "games": 20}
+    await refresh(conn)  # populated now: concurrently
+    assert [row["name"] for row in await top(conn, "fives")] == ["ann"]
+
+
+async def test_run_refresh_refreshes_in_one_process_at_a_time(
+        conn: asyncpg.Connection, database_url: str) -> None:
+    ann = await rated(conn, "ann", 1500)
+    postgres = Postgres(database_url)
+    await postgres.start()
+    stop = asyncio.Event()
+    try:
+        assert await leaderboard.refresh_once(postgres)
+        # another process holds the lock: this one skips its turn
+        await conn.execute("SELECT pg_advisory_lock($1)", leaderboard.REFRESH_LOCK)
+        await rated(conn, "bob", 1600)
+        assert not await leaderboard.refresh_once(postgres)
+        assert await rank_of(conn, "fives", ann) == {"rank": 1, "rating": 1500, "games": 20}
+        await conn.execute("SELECT pg_advisory_unlock($1)", leaderboard.REFRESH_LOCK)
+        task = asyncio.create_task(leaderboard.run_refresh(postgres, stop, 0.05))
+        for _ in range(100):
+            if (await rank_of(conn, "fives", ann) or {}).get("rank") == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert await rank_of(conn, "fives", ann) == {"rank": 2, "rating": 1500, "games": 20}
+        stop.set()
+        await asyncio.wait_for(task, 2.0)
+    finally:
+        stop.set()
+        await postgres.close()
+
+
+async def test_run_refresh_without_postgres_waits_and_stops() -> None:
+    postgres = Postgres(None)  # pool None: every turn is skipped
+    stop = asyncio.Event()
+    task = asyncio.create_task(leaderboard.run_refresh(postgres, stop, 0.01))
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    stop.set()
+    await asyncio.wait_for(task, 1.0)
+
+
+async def test_run_refresh_survives_a_failing_refresh(
+        conn: asyncpg.Connection, database_url: str) -> None:
+    postgres = Postgres(database_url)
+    await postgres.start()
+    stop = asyncio.Event()
+    try:
+        await conn.execute("ALTER MATERIALIZED VIEW boards RENAME TO boards_gone")
+        task = asyncio.create_task(leaderboard.run_refresh(postgres, stop, 0.05))
+        await asyncio.sleep(0.2)  # each turn fails (no such view), logged
+        assert not task.done()
+        await conn.execute("ALTER MATERIALIZED VIEW boards_gone RENAME TO boards")
+        ann = await rated(conn, "ann", 1500)
+        for _ in range(100):
+            if await rank_of(conn, "fives", ann) is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert await rank_of(conn, "fives", ann) == {"rank": 1, "rating": 1500, "games": 20}
+        stop.set()
+        await asyncio.wait_for(task, 2.0)
+    finally:
+        stop.set()
+        await postgres.close()

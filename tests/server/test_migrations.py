@@ -102,6 +102,32 @@ async def test_0001_players_and_sessions(conn: asyncpg.Connection) -> None:
     assert await conn.fetchval("SELECT count(*) FROM sessions") == 0  # sessions go with it
 
 
+async def test_0004_boards(conn: asyncpg.Connection) -> None:
+    await migrate(conn)
+    assert await conn.fetchval("SELECT ispopulated FROM pg_matviews WHERE matviewname = 'boards'")
+    ids = {}
+    for name, rating, games, days in (("a_1", 1500, 20, 1), ("b_2", 1700, 10, 29),
+                                      ("c_3", 1500, 40, 0), ("d_4", 1900, 9, 1),
+                                      ("e_5", 1800, 30, 31)):
+        ids[name] = await conn.fetchval(
+            "INSERT INTO players (username, password_hash) VALUES ($1, 'h') RETURNING id", name)
+        await conn.execute(
+            "INSERT INTO ratings (player_id, family, mu, sigma, rating, games, last_game_at) "
+            "VALUES ($1, 'fives', 25, 3, $2, $3, now() - make_interval(days => $4))",
+            ids[name], rating, games, days)
+    assert await conn.fetchval("SELECT count(*) FROM boards") == 0  # a snapshot
+    await conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY boards")  # the unique index
+    rows = await conn.fetch("SELECT player_id, rank FROM boards WHERE family = 'fives' "
+                            "ORDER BY rank")
+    assert [(r["player_id"], r["rank"]) for r in rows] == [
+        (ids["b_2"], 1), (ids["a_1"], 2), (ids["c_3"], 3)]  # provisional, inactive: left out
+    indexes = {r["indexname"]: r["indexdef"] for r in await conn.fetch(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'boards'")}
+    assert "UNIQUE" in indexes["boards_player"] and "(family, player_id)" in indexes[
+        "boards_player"]
+    assert "(family, rank)" in indexes["boards_rank"]
+
+
 async def test_migrate_url(database_url: str) -> None:
     assert await migrate_url(database_url) == [m.version for m in load_migrations()]
     assert await migrate_url(database_url) == []

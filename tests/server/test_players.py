@@ -21,7 +21,7 @@ from tests.support.servers import GameClient, ServiceProcess, close_code, play_t
 from tests.support.stats_oracle import recompute
 
 SHORT_GAME = {"preset": "all-fives", "target": 1}  # over after the first hand that scores
-ENV = {**FAST, "BOT_DELAY_MS": "0", "ARCHIVE_SWEEP_S": "1"}
+ENV = {**FAST, "BOT_DELAY_MS": "0", "ARCHIVE_SWEEP_S": "1", "LEADERBOARD_REFRESH_S": "0.5"}
 
 
 def scale(mu: float) -> int:
@@ -365,7 +365,13 @@ async def test_leaderboards_list_the_active_established_players_and_my_rank(
                 "now() - make_interval(days => $4))", pid, rating, games, days)
         await db.execute("INSERT INTO ratings VALUES ($1, 'fives', 25, 2, 1700, 20, now())",
                          viewer)
-        board = (await web.get("/api/leaderboards/fives")).json()
+
+        async def refreshed() -> Any:  # the board is a snapshot, rebuilt every 0.5 s here
+            shown = (await web.get("/api/leaderboards/fives")).json()
+            return shown if [p["name"] for p in shown["players"]] == ["top", "viewer",
+                                                                      "mid"] else None
+
+        board = await eventually(refreshed, what="refreshed leaderboard")
         unknown = await web.get("/api/leaderboards/chess")
     assert [(p["rank"], p["name"], p["rating"]) for p in board["players"]] == [
         (1, "top", 1800), (2, "viewer", 1700), (3, "mid", 1600)]
