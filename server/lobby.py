@@ -228,8 +228,7 @@ async def join_table(request: Request) -> Response:
 async def my_tables(request: Request) -> Response:
     """`GET /api/me/tables`: the tables the visitor (account or guest) sits at."""
     visitor = await Visitor.of(request)
-    tables = [] if visitor.identity is None else await _service(request).seated(
-        visitor.identity.key)
+    tables = await _service(request).seated(visitor.identity.key)
     return visitor.respond(request, JSONResponse({"tables": tables}))
 
 
