@@ -333,7 +333,9 @@ export class TableView {
         ? el("p", { class: "muted unit" }, `Scores in points of ${game.rules.scale} pips`) : null,
       this.last?.[0]?.seat !== null && !game.game_over
         ? el("button", { type: "button", class: "ghost leave", onclick: () => {
-          if (confirm("Leave the game? A bot takes your seat.")) this.actions.leave();
+          const words = table?.rated ? "Leave the game? At a rated table leaving resigns: your side loses."
+            : "Leave the game? A bot takes your seat.";
+          if (confirm(words)) this.actions.leave();
         } }, "Leave the game") : null);
   }
 
