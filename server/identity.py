@@ -30,6 +30,8 @@ class Identity:
     key: str  # "p:<id>" or "g:<hex>"
     player_id: int | None = None
     username: str | None = None
+    # A guest only because the request's session could not be checked (PostgreSQL down).
+    unchecked: bool = False
 
     @property
     def guest(self) -> bool:
@@ -96,19 +98,23 @@ async def current_player(request: Request) -> tuple[dict[str, Any], bytes]:
 
 async def identify(request: Request) -> Identity | None:
     """The account whose live session the request carries, else its guest identity, else
-    None (a first visit). An expired session falls back to the guest cookie."""
+    None (a first visit). An expired session falls back to the guest cookie, and so does a
+    session that cannot be checked while PostgreSQL is down (``unchecked``): casual tables
+    keep working for everyone."""
+    unchecked = False
     if request.cookies.get(SESSION_COOKIE):
         try:
             player, _ = await current_player(request)
         except Rejected as rej:
-            if rej.code != "session_expired":
+            if rej.code not in ("session_expired", "unavailable"):
                 raise
+            unchecked = rej.code == "unavailable"
         else:
             return Identity(player_key(player["id"]), player["id"], player["username"])
     cookie = request.cookies.get(GUEST_COOKIE)
     if cookie is not None and _GUEST_VALUE.fullmatch(cookie):
-        return Identity(guest_key(cookie))
-    return None
+        return Identity(guest_key(cookie), unchecked=unchecked)
+    return None if not unchecked else Identity("", unchecked=True)  # no guest yet (Visitor)
 
 
 def guest_of(request: Request) -> str | None:
@@ -125,9 +131,10 @@ class Visitor:
 
     def __init__(self, identity: Identity | None) -> None:
         self._new_cookie: str | None = None
-        if identity is None:
+        if identity is None or not identity.key:
             self._new_cookie = secrets.token_urlsafe(32)
-            identity = Identity(guest_key(self._new_cookie))
+            identity = Identity(guest_key(self._new_cookie),
+                                unchecked=identity is not None and identity.unchecked)
         self.identity = identity
 
     @classmethod

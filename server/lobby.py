@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 from server import players
 from server.fairness import owner_key
 from server.identity import Visitor, changing, pool
+from server.identity import unavailable as unavailable_accounts
 from server.rejected import Rejected, unavailable
 from server.seams import app_state
 from server.table_config import clean_player_name, create_meta
@@ -131,6 +132,8 @@ async def create_table(request: Request) -> Response:
     body = await read_json(request)
     visitor = await Visitor.of(request)
     if body.get("rated") is True and visitor.identity.guest:
+        if visitor.identity.unchecked:
+            raise unavailable_accounts()
         raise Rejected("account_required", "log in to create a rated table", status=403)
     address = request.client.host if request.client else None
     owner = owner_key(address)
@@ -217,9 +220,12 @@ async def join_table(request: Request) -> Response:
             and len(await service.seated(identity.key)) >= limit:
         raise Rejected("too_many_tables", f"you already sit at {limit} tables", status=429)
     player = None
-    if not identity.guest:
-        family = (await service.summary(table_id, invite))["family"]
-        player = await players.shown_player(identity, family, pool(state))
+    if not identity.guest or identity.unchecked:
+        summary = await service.summary(table_id, invite)
+        if identity.unchecked and summary["rated"]:
+            raise unavailable_accounts()  # the session may be an account's: say so, not 403
+        if not identity.guest:
+            player = await players.shown_player(identity, summary["family"], pool(state))
     seat, token = await service.join(table_id, seat, name, invite, owner=identity.key,
                                      player=player)
     return visitor.respond(request, JSONResponse({"seat": seat, "token": token}))
