@@ -24,7 +24,14 @@ from engine.errors import (
     InvalidTranscript,
 )
 from engine.files import load_transcript
-from engine.game import apply, game_from_deal, legal_moves, new_game
+from engine.game import (
+    apply,
+    apply_until_hand_end,
+    deal_next,
+    game_from_deal,
+    legal_moves,
+    new_game,
+)
 from engine.moves import Draw, Move, Pass, Play, move_from_data, move_to_data
 from engine.playout import GREEDY, RANDOM, finish_hand, play_out_hand
 from engine.rounds import Settlement
@@ -56,7 +63,9 @@ __all__ = [
     "Settlement",
     "Tile",
     "apply",
+    "apply_until_hand_end",
     "commitment",
+    "deal_next",
     "determinize",
     "finish_hand",
     "game_from_deal",

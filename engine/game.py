@@ -14,7 +14,7 @@ from engine.errors import IllegalMove, InvalidNotation, InvalidTranscript
 from engine.kernel import may_draw, open_ends, play_tile, stuck
 from engine.layout import Ends, Nodes, candidate_ons, find_end, open_mask
 from engine.moves import DRAW, LEADS, PASS, PLAYS, Draw, Move, Pass, Play
-from engine.rounds import close_round, deal, round_rng, settle, start_round
+from engine.rounds import close_round, deal, deal_round, round_rng, settle, start_round
 from engine.rules import rules_from_spec
 from engine.state import DREW, PASSED, PLAYED, GameState, Table, make_state
 from engine.tiles import BIT, DOUBLES_MASK, HIGH, IS_DOUBLE, LOW, NAMES, VALUE_MASK, Tile
@@ -161,6 +161,19 @@ def apply_until_hand_end(
     if kind is Pass:
         return _pass(state, seat)
     raise InvalidNotation("bad_move", f"{move!r} is not a move")
+
+
+def deal_next(state: GameState) -> tuple[GameState, list[Event]]:
+    """The next round of a game left between rounds by `apply_until_hand_end` (turn None, not
+    over), dealt from the game's seed exactly as `apply` would have dealt it at once."""
+    table = state.table
+    if table.game_over:
+        raise IllegalMove("game_over", "the game is over")
+    if state.turn is not None:
+        raise IllegalMove("hand_in_play", "the hand is still being played")
+    events: list[Event] = []
+    new = deal_round(table, table.round + 1, table.lead_from, table.past, state.scores, events)
+    return new, events
 
 
 def _check_lead(table: Table, seat: int, tile: int, move: Play) -> None:

@@ -326,6 +326,18 @@ def game_result(rules: Rules, scores: tuple[int, ...]) -> int | None:
     return leaders[0] if len(leaders) == 1 else None
 
 
+def deal_round(table: Table, rnd: int, lead_from: tuple[int, ...], past: tuple[RoundRecord, ...],
+               scores: tuple[int, ...] | list[int], events: list[Event]) -> GameState:
+    """Round ``rnd`` of ``table``'s game, dealt from its seed, and its ``deal`` event."""
+    rng = round_rng(table.seed, rnd)
+    hands, boneyard = deal(table.rules, rng)
+    new = start_round(rules=table.rules, seed=table.seed, rnd=rnd, lead_from=lead_from,
+                      past=past, scores=tuple(scores), deal_hands=hands, deal_boneyard=boneyard,
+                      leader=None, rng=rng)
+    events.append({"type": "deal", "round": rnd, "leader": new.table.leader})
+    return new
+
+
 def close_round(after: GameState, settled: Settlement, events: list[Event],
                 next_deal: bool = False) -> GameState:
     """Record the finished round: the game's final state, or one between rounds (turn None),
@@ -355,14 +367,7 @@ def close_round(after: GameState, settled: Settlement, events: list[Event],
                           after.nodes, after.ends, log)
     lead_from = next_leaders(table, settled, log)
     if next_deal:  # straight to the next round: the state between rounds is never seen
-        rnd = table.round + 1
-        rng = round_rng(table.seed, rnd)
-        hands, boneyard = deal(table.rules, rng)
-        new = start_round(rules=table.rules, seed=table.seed, rnd=rnd, lead_from=lead_from,
-                          past=past, scores=totals, deal_hands=hands, deal_boneyard=boneyard,
-                          leader=None, rng=rng)
-        events.append({"type": "deal", "round": rnd, "leader": new.table.leader})
-        return new
+        return deal_round(table, table.round + 1, lead_from, past, totals, events)
     between = make_table(
         rules=table.rules, seed=table.seed, round=table.round, leader=table.leader,
         lead_from=lead_from, lead_tile=table.lead_tile, deal_hands=table.deal_hands,

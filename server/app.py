@@ -140,7 +140,9 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     service = TableService(redis, bot_delay_ms=settings.bot_delay_ms,
                            waiting_ttl_s=settings.waiting_ttl_s, retention_s=settings.retention_s,
                            seat_connect_s=settings.seat_connect_s, archive=db_url is not None,
-                           notice_frames_max=settings.notice_frames_max)
+                           notice_frames_max=settings.notice_frames_max,
+                           next_hand_s=settings.next_hand_s,
+                           next_hand_turn_s=settings.next_hand_turn_s)
     process_id = uuid.uuid4().hex[:12]
     hub = Hub(redis, service, metrics, settings, process_id)
     postgres = Postgres(db_url)

@@ -38,7 +38,7 @@ MAX_TOKEN = 256
 MAX_INVITE = 64
 MAX_VERSION = 2**64 - 1
 """The largest version a client may name (msgpack's largest unsigned integer)."""
-CLIENT_TYPES = ("hello", "move", "chat", "ping", "sync")
+CLIENT_TYPES = ("hello", "move", "chat", "ping", "sync", "ready")
 """The `t` of every client frame."""
 
 Frame = dict[str, object]
@@ -175,7 +175,12 @@ class Sync:
     since: int
 
 
-ClientMessage = Hello | Move | Chat | Ping | Sync
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """`{"t": "ready"}`: the seat is ready for the next hand (during the pause between hands)."""
+
+
+ClientMessage = Hello | Move | Chat | Ping | Sync | Ready
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -222,6 +227,8 @@ def decode(data: bytes) -> ClientMessage:
             raise ProtocolError("bad_message", '"since" must be a version (integer >= 0)',
                                 kind=kind)
         return Sync(since)
+    if kind == "ready":
+        return Ready()
     raise ProtocolError("bad_message", f"unknown message type {kind[:40]!r}")
 
 

@@ -85,6 +85,8 @@ class TableRecord:
     # A rated game's rating changes by seat ({"seat", "before", "after", "provisional"}),
     # set once the archive has rated it.
     ratings: tuple[Mapping[str, Any], ...] | None = None
+    # Between two hands (the pause): {"deadline": ms, "ready": [seats]}; None otherwise.
+    next_hand: Mapping[str, Any] | None = None
 
     @classmethod
     def new(cls, table_id: str, config: TableConfig, created_ms: int, seed: int,
@@ -116,6 +118,7 @@ class TableRecord:
             "salt": self.salt, "bot_secret": self.bot_secret,
             "started": self.started_ms,
             "ratings": None if self.ratings is None else list(self.ratings),
+            "next_hand": None if self.next_hand is None else dict(self.next_hand),
         }
         return bytes(msgpack.packb(data))
 
@@ -134,6 +137,7 @@ class TableRecord:
             salt=data.get("salt"), bot_secret=data.get("bot_secret"),
             started_ms=data.get("started"),
             ratings=None if data.get("ratings") is None else tuple(data["ratings"]),
+            next_hand=data.get("next_hand"),
         )
 
     # -- what people see -------------------------------------------------------------------
@@ -153,6 +157,8 @@ class TableRecord:
             "private": self.config.private, "result": self.result,
             "commitment": self.commitment, "rated": self.config.rated,
             "ratings": None if self.ratings is None else [dict(r) for r in self.ratings],
+            "next_hand": None if self.next_hand is None else {
+                "deadline": self.next_hand["deadline"], "ready": list(self.next_hand["ready"])},
         }
 
     def transcript(self) -> dict[str, Any]:
@@ -212,7 +218,11 @@ class TableRecord:
         return self.seats[seat].bot
 
     def due_ms(self, now_ms: int, bot_delay_ms: int) -> int | None:
-        """When the scheduler must act next: a bot's move, or the clock of the seat to move."""
+        """When the scheduler must act next: a bot's move, the clock of the seat to move, or
+        the end of the pause between two hands."""
+        if self.status == PLAYING and self.next_hand is not None:
+            deadline: int = self.next_hand["deadline"]
+            return deadline
         seat = self.seat_to_move
         if seat is None:
             return None

@@ -354,6 +354,14 @@ class Scheduler:
         if record.status == WAITING:
             await self._free_unconnected_seat(table_id, version, record, now)
             return
+        if record.next_hand is not None:  # the pause between hands
+            dealt_at = int(record.next_hand["deadline"])
+            if dealt_at > now:
+                await self.store.schedule(table_id, version, version, dealt_at)
+                return
+            await self._commit(table_id, version,
+                               lambda current: self.service.deal(current.record))
+            return
         if seat is None:
             await self.store.unschedule(table_id, version)
             return

@@ -66,6 +66,8 @@ class TablePlay(Protocol):
                      expected_version: int, client_id: str, *,
                      token: str | None = None) -> int: ...
 
+    async def ready(self, table_id: str, seat: int, token: str | None) -> int: ...
+
 
 class TableLobby(Protocol):
     """What the HTTP lobby asks of the tables."""
@@ -115,6 +117,9 @@ class DeadlineTables(Protocol):
 
     def play(self, record: TableRecord, seat: int, move: Move,
              extra_event: dict[str, Any] | None) -> Change: ...
+
+    def deal(self, record: TableRecord, events: list[dict[str, Any]] | None = None
+             ) -> Change: ...
 
 
 class TableServices(TableFeed, TablePlay, TableLobby, Protocol):

@@ -74,6 +74,8 @@ class Settings:
     session_ttl_s: float = 30 * 86400.0  # a login session lasts this long
     guest_ttl_s: float = 365 * 86400.0  # a guest identity's cookie lasts this long
     max_tables_per_player: int = 20  # tables one account or guest sits at at once
+    next_hand_s: float = 20.0  # the pause between hands (0: none)
+    next_hand_turn_s: float = 3600.0  # the pause between hands at a turn-clock table
     # Addresses of proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (uvicorn's
     # forwarded_allow_ips: comma-separated IPs or networks, "*" = any).
     forwarded_allow_ips: str = "127.0.0.1"
@@ -184,6 +186,8 @@ class Settings:
             guest_ttl_s=_positive("GUEST_TTL_S", num("GUEST_TTL_S", d.guest_ttl_s, float)),
             max_tables_per_player=max(1, int(num("MAX_TABLES_PER_PLAYER",
                                                   d.max_tables_per_player))),
+            next_hand_s=num("NEXT_HAND_S", d.next_hand_s, float),
+            next_hand_turn_s=num("NEXT_HAND_TURN_S", d.next_hand_turn_s, float),
             registrations_per_address=max(1, int(num("REGISTRATIONS_PER_ADDRESS",
                                                       d.registrations_per_address))),
             forwarded_allow_ips=e.get("FORWARDED_ALLOW_IPS", "").strip() or d.forwarded_allow_ips,

@@ -773,6 +773,25 @@ class Store:
         raw = await self.redis.hgetall(TableKeys(table_id).presence)
         return {as_bytes(name): as_bytes(value) for name, value in raw.items()}
 
+    async def seats_online(self, table_id: str, now_ms: int, players: int
+                           ) -> tuple[list[bool], list[bytes]]:
+        """Whether each seat has a live socket (a presence field not yet expired), and the
+        expired fields."""
+        online = [False] * players
+        stale: list[bytes] = []
+        for key, value in (await self.presence(table_id)).items():
+            seat_s, _, expiry_s = value.decode().partition(":")
+            try:
+                seat, expiry = int(seat_s), int(expiry_s)
+            except ValueError:
+                stale.append(key)
+                continue
+            if expiry < now_ms:
+                stale.append(key)
+            elif 0 <= seat < players:
+                online[seat] = True
+        return online, stale
+
     async def drop_presence(self, table_id: str, *fields: str | bytes) -> None:
         if fields:
             await self.redis.hdel(TableKeys(table_id).presence, *fields)

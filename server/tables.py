@@ -103,6 +103,9 @@ class TableService:
     many bytes (server.store).
     ``seat_connect_s``: a waiting table's seat whose person has not been connected for this long
     (never, since taking it) is freed.
+    ``next_hand_s`` (``next_hand_turn_s`` at a table with a turn clock): after a hand ends the
+    table stays on it, no clock running, until every connected person has sent ``ready`` or
+    this long has passed; 0 deals the next hand at once (with the move that ended the last).
     ``archive``: finished games go to the PostgreSQL archive (server.archive): a finishing
     commit keeps the table without expiry and queues an archive job; the archive worker gives
     the table its ``retention_s`` once the game is archived. ``archived`` (set by the archive)
@@ -113,7 +116,8 @@ class TableService:
                  bot_delay_ms: int = 600, clock: Callable[[], float] = time.time,
                  waiting_ttl_s: float = 3600.0, retention_s: float = 86400.0,
                  seat_connect_s: float = 60.0, archive: bool = False,
-                 notice_frames_max: int = 16384) -> None:
+                 notice_frames_max: int = 16384, next_hand_s: float = 0.0,
+                 next_hand_turn_s: float = 0.0) -> None:
         self.store = Store(redis, history_limit=history_limit,
                            notice_frames_max=notice_frames_max)
         self.bot_delay_ms = bot_delay_ms
@@ -122,6 +126,9 @@ class TableService:
         self.lifetime_ms = {WAITING: max(1, round(waiting_ttl_s * 1000)), PLAYING: 0,
                             FINISHED: max(1, round(retention_s * 1000))}
         self.retention_ms = self.lifetime_ms[FINISHED]
+        # The pause between hands (0: the next hand is dealt with the move that ends one).
+        self.next_hand_ms = round(next_hand_s * 1000)
+        self.next_hand_turn_ms = round(next_hand_turn_s * 1000) if next_hand_s else 0
         self.archive = archive
         if archive:  # kept until archived (a finishing commit is the archive's pending mark)
             self.lifetime_ms[FINISHED] = 0
@@ -732,9 +739,15 @@ class TableService:
             raise Rejected("not_started", "the table is waiting for players", status=409)
         if record.status == FINISHED:
             raise Rejected("game_over", "the game is over", status=409)
+        if record.next_hand is not None:
+            raise Rejected("between_hands", "the next hand is not dealt yet", status=409)
         previous_turn, previous_round = record.game.turn, record.game.round
+        pause = self._pause_ms(record)
         try:
-            game, events = engine.apply(record.game, seat, move)
+            if pause:
+                game, events = engine.apply_until_hand_end(record.game, seat, move)
+            else:
+                game, events = engine.apply(record.game, seat, move)
         except engine.EngineError as exc:
             raise Rejected(exc.code, exc.message, status=409) from exc
         record = replace(record, game=game)
@@ -743,8 +756,56 @@ class TableService:
         if game.game_over:
             record = replace(record, status=FINISHED)
             record = replace(record, result=game_result(record))
+        elif game.turn is None:  # a hand ended: the pause before the next one
+            record = replace(record, next_hand={"deadline": self.now_ms() + pause, "ready": []})
+            if all(st.bot is not None for st in record.seats):
+                return self.deal(record, events)  # nobody to wait for
         return Change(record.with_turn_clock(previous_turn, previous_round, self.now_ms()),
                       events)
+
+    def _pause_ms(self, record: TableRecord) -> int:
+        clock = record.config.clock
+        return self.next_hand_turn_ms if clock is not None and clock.kind == "turn" \
+            else self.next_hand_ms
+
+    def deal(self, record: TableRecord, events: list[dict[str, Any]] | None = None) -> Change:
+        """End the pause between hands: deal the next hand (its leader's clock starts)."""
+        if record.status != PLAYING or record.next_hand is None:
+            raise Rejected("not_between_hands", "no hand is waiting to be dealt", status=409)
+        try:
+            game, dealt = engine.deal_next(record.game)
+        except engine.EngineError as exc:
+            raise Rejected(exc.code, exc.message, status=409) from exc
+        record = replace(record, game=game, next_hand=None)
+        return Change(record.with_turn_clock(None, -1, self.now_ms()), [*(events or []), *dealt])
+
+    async def ready(self, table_id: str, seat: int, token: str | None) -> int:
+        """Seat ``seat`` (held by the token whose hash is ``token``) is ready for the next
+        hand; the hand is dealt once every person connected to the table is. Returns the new
+        version."""
+        async with unavailable_on_redis_error():
+            loaded = await self.load(table_id)
+            online, _ = await self.store.seats_online(table_id, self.now_ms(),
+                                                      loaded.record.config.players)
+            online[seat] = True  # the seat saying so is here
+
+            def change(current: Loaded) -> Change:
+                record = current.record
+                pause = record.next_hand
+                if record.status != PLAYING or pause is None:
+                    raise Rejected("not_between_hands", "no hand is waiting to be dealt",
+                                   status=409)
+                ready = sorted({*pause["ready"], seat})
+                events: list[dict[str, Any]] = [{"type": "ready", "seat": seat}]
+                waiting = [s for s, st in enumerate(record.seats)
+                           if st.bot is None and online[s] and s not in ready]
+                if not waiting:
+                    return self.deal(record, events)
+                return Change(replace(record, next_hand={**pause, "ready": ready}), events)
+
+            return await self.write(table_id, change,
+                                    client=(seat, f"ready:{loaded.record.game.round}"),
+                                    require=None if token is None else (seat, token))
 
     async def run_deadlines(self, stop: asyncio.Event, settings: Settings | None = None) -> None:
         from server.scheduler import Scheduler

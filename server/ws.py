@@ -34,6 +34,7 @@ from server.protocol import (
     Move,
     Ping,
     ProtocolError,
+    Ready,
     Sync,
     hello_close,
 )
@@ -281,6 +282,8 @@ class Session:
             await self._chat(message)
         elif isinstance(message, Sync):
             await self.hub.resync(self.conn, message.since)
+        elif isinstance(message, Ready):
+            await self._ready()
         else:
             raise ProtocolError("bad_message", AGAIN_HELLO, kind="hello")
 
@@ -351,6 +354,22 @@ class Session:
             self.conn.send_message(protocol.accepted(message.id, new_version))
             self.metrics.moves_accepted.inc()
         self.metrics.ack_seconds.observe(time.perf_counter() - started)
+
+    async def _ready(self) -> None:
+        if self.conn.seat is None:
+            self.refuse(Rejected("not_seated", "spectators are not dealt hands", status=403))
+            return
+        try:
+            version = await self.service.ready(self.conn.table, self.conn.seat,
+                                               self.conn.token_hash)
+        except Rejected as rej:
+            self.refuse(rej)
+            return
+        try:
+            await self.hub.pump_now(self.conn.table, version)
+        except (RedisError, OSError, Rejected):
+            self.metrics.redis_errors.inc()
+            self.hub.request_pump(self.conn.table, None)
 
     async def _chat(self, message: Chat) -> None:
         if self.chat_bucket.take() != "ok":

@@ -96,21 +96,7 @@ class Presence:
     # ---- presence frames -------------------------------------------------------------------
 
     async def online(self, table: LocalTable) -> list[bool]:
-        raw = await self.store.presence(table.id)
-        online = [False] * table.players
-        now = now_ms()
-        stale = []
-        for key, value in raw.items():
-            seat_s, _, expiry_s = value.decode().partition(":")
-            try:
-                seat, expiry = int(seat_s), int(expiry_s)
-            except ValueError:
-                stale.append(key)
-                continue
-            if expiry < now:
-                stale.append(key)
-            elif 0 <= seat < table.players:
-                online[seat] = True
+        online, stale = await self.store.seats_online(table.id, now_ms(), table.players)
         if stale:
             await self.store.drop_presence(table.id, *stale)
         return online

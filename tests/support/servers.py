@@ -71,6 +71,9 @@ class ServiceProcess:
             "CREATE_RATE": "100000", "MAX_WAITING_TABLES": "100000", "JOIN_RATE": "100000",
             "LOG_LEVEL": "WARNING",
             "PYTHONWARNINGS": "ignore",
+            # Scripted players go straight on to the next hand; the pause between hands is
+            # tested with it on (NEXT_HAND_S).
+            "NEXT_HAND_S": "0",
             **self.extra_env,
         }
         log = self.log_path.open("ab")
