@@ -102,6 +102,50 @@ async def test_0001_players_and_sessions(conn: asyncpg.Connection) -> None:
     assert await conn.fetchval("SELECT count(*) FROM sessions") == 0  # sessions go with it
 
 
+async def _game(conn: asyncpg.Connection, game_id: str) -> None:
+    await conn.execute(
+        "INSERT INTO games (id, name, rules, preset, players, seat_names, seat_bots, sides, "
+        "end_reason, scores, hands, private, created_at, ended_at, transcript) VALUES "
+        "($1, 'g', '\"all-fives\"', 'all-fives', 2, '{a,b}', '{NULL,NULL}', '[[0],[1]]', "
+        "'game_end', '{150,20}', 3, false, now(), now(), '\\x00')", game_id)
+
+
+async def test_0002_games(conn: asyncpg.Connection) -> None:
+    await migrate(conn)
+    await _game(conn, "abcd")
+    with pytest.raises(asyncpg.UniqueViolationError):  # one row per table id
+        await _game(conn, "abcd")
+    with pytest.raises(asyncpg.CheckViolationError):
+        await conn.execute("UPDATE games SET players = 5 WHERE id = 'abcd'")
+
+
+async def test_0003_ratings_and_seat_records(conn: asyncpg.Connection) -> None:
+    await migrate(conn)
+    await _game(conn, "efgh")
+    assert await conn.fetchval("SELECT rated FROM games WHERE id = 'efgh'") is False
+    player = await conn.fetchval(
+        "INSERT INTO players (username, password_hash) VALUES ('zoe', 'h') RETURNING id")
+    seat = ("INSERT INTO game_players VALUES ('efgh', $1, $2, NULL, true, NULL, $1, 'fives', "
+            "'all-fives', true, $3, now(), 3, 2, 1, 1, 40, 20, 15, 0)")
+    await conn.execute(seat, 0, player, "win")
+    with pytest.raises(asyncpg.CheckViolationError):  # an outcome is win, loss or draw
+        await conn.execute(seat, 1, None, "won")
+    await conn.execute(
+        "INSERT INTO ratings VALUES ($1, 'fives', 27, 8, 1596, 1, now())", player)
+    await conn.execute(
+        "INSERT INTO rating_history VALUES ($1, 'fives', 'efgh', now(), 1596)", player)
+    with pytest.raises(asyncpg.UniqueViolationError):  # one rating per player and family
+        await conn.execute("INSERT INTO ratings VALUES ($1, 'fives', 25, 8, 1500, 0, now())",
+                           player)
+    await conn.execute("DELETE FROM players WHERE id = $1", player)
+    # the seat's record stays, without its player; ratings and their history go with it
+    assert await conn.fetchrow("SELECT player_id, account FROM game_players") == (None, True)
+    assert await conn.fetchval("SELECT count(*) FROM ratings") == 0
+    assert await conn.fetchval("SELECT count(*) FROM rating_history") == 0
+    await conn.execute("DELETE FROM games WHERE id = 'efgh'")
+    assert await conn.fetchval("SELECT count(*) FROM game_players") == 0
+
+
 async def test_0004_boards(conn: asyncpg.Connection) -> None:
     await migrate(conn)
     assert await conn.fetchval("SELECT ispopulated FROM pg_matviews WHERE matviewname = 'boards'")
