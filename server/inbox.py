@@ -2,9 +2,9 @@
 
 A notice (a private message, an invitation, "your turn", a quick-play match, a rematch, a
 friend's presence) is a msgpack map with a string ``t``, published on the Redis channel
-``inbox:<player id>`` (`channel`); the player's websocket ``/ws/me`` (on whichever process
-holds it) relays it as it is. Publishing is fire and forget: a notice nobody is listening for
-is lost, so everything a notice says can also be read over HTTP.
+``inbox:<player id>`` (server.store.inbox_channel); the player's websocket ``/ws/me`` (on
+whichever process holds it) relays it as it is. Publishing is fire and forget: a notice
+nobody is listening for is lost, so everything a notice says can also be read over HTTP.
 
 Must not import the engine.
 """
@@ -17,9 +17,7 @@ from typing import Any
 import msgpack
 import redis.asyncio
 
-
-def channel(player_id: int) -> str:
-    return f"inbox:{player_id}"
+from server.store import inbox_channel
 
 
 async def publish(redis: redis.asyncio.Redis, player_id: int,
@@ -27,4 +25,4 @@ async def publish(redis: redis.asyncio.Redis, player_id: int,
     """Send ``notice`` (a map with a string ``t``) to every open page of the player."""
     if not isinstance(notice.get("t"), str):
         raise ValueError("a notice is a map with a string 't'")
-    await redis.publish(channel(player_id), bytes(msgpack.packb(dict(notice))))
+    await redis.publish(inbox_channel(player_id), bytes(msgpack.packb(dict(notice))))

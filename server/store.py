@@ -49,7 +49,8 @@ server.archive; a table whose game is waiting for the archive is kept without ex
 its ``RETENTION`` once archived). Channel ``dominoes:processes`` (``PROCESS_CHANNEL``): every
 process's hub subscribes to it first. ``seated:<identity>`` (zset id -> ms the seat was
 taken): the tables an account (``p:<id>``) or guest (``g:<hash>``) sits at (server.identity;
-entries of tables left, finished or gone are dropped when read). Counters of
+entries of tables left, finished or gone are dropped when read). Channel ``inbox:<player id>``:
+a player's notices (server.inbox). Counters of
 server.accounts (fixed windows, own expiry): ``login:fail:a:<name>``,
 ``login:fail:ip:<address>``, ``register:ip:<address>``.
 
@@ -293,6 +294,11 @@ def as_bytes(value: Any) -> bytes:
 def quota_key(name: str) -> str:
     """A fixed-window quota counter (server.quotas names them ``create:<owner>`` ...)."""
     return f"quota:{name}"
+
+
+def inbox_channel(player_id: int) -> str:
+    """The channel of a player's inbox (server.inbox)."""
+    return f"inbox:{player_id}"
 
 
 def seated_key(identity: str) -> str:
