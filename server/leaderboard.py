@@ -77,28 +77,40 @@ async def refresh(conn: Any) -> None:
         await conn.execute("REFRESH MATERIALIZED VIEW boards")
 
 
-async def refresh_once(postgres: Postgres) -> bool:
-    """Refresh the boards unless another process is refreshing them; whether this one did.
-    Raises the PostgreSQL errors (none while the pool is down: then False)."""
+# What a refresh depends on: the newest rated game, and the hour (the 30-day window moves).
+_MARK = "SELECT max(last_game_at), date_trunc('hour', now()) FROM ratings"
+
+
+async def refresh_once(postgres: Postgres, since: tuple[Any, ...] | None = None
+                       ) -> tuple[Any, ...] | None:
+    """Refresh the boards unless another process is refreshing them or nothing changed since
+    the refresh that returned ``since`` (no rated game since, and the same hour). Returns the
+    mark of this refresh, or None when it skipped. Raises the PostgreSQL errors (none while
+    the pool is down: then None)."""
     pool = postgres.pool
     if pool is None:
-        return False
+        return None
     async with pool.acquire() as conn:
+        mark = tuple(await conn.fetchrow(_MARK))
+        if mark == since:
+            return None
         if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", REFRESH_LOCK):
-            return False
+            return None
         try:
             await refresh(conn)
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", REFRESH_LOCK)
-    return True
+    return mark
 
 
 async def run_refresh(postgres: Postgres, stop: asyncio.Event, every_s: float) -> None:
     """Every ``every_s`` until ``stop``: refresh the boards in at most one process at a time
-    (the others skip that round); a PostgreSQL down or failing is logged and tried next time."""
+    (the others skip that round), and only when a rated game ended or the hour changed since
+    this process's last refresh; a PostgreSQL down or failing is logged and tried next time."""
+    mark: tuple[Any, ...] | None = None
     while not stop.is_set():
         try:
-            await refresh_once(postgres)
+            mark = await refresh_once(postgres, mark) or mark
         except _PG_ERRORS as exc:
             log.warning("leaderboard refresh: %s: %s", type(exc).__name__, exc)
         except Exception:

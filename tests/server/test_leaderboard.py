@@ -237,3 +237,19 @@ async def test_run_refresh_survives_a_failing_refresh(
     finally:
         stop.set()
         await postgres.close()
+
+
+async def test_a_refresh_is_skipped_while_nothing_changed(
+        conn: asyncpg.Connection, database_url: str) -> None:
+    await rated(conn, "ann", 1500)
+    postgres = Postgres(database_url)
+    await postgres.start()
+    try:
+        mark = await leaderboard.refresh_once(postgres)
+        assert mark is not None
+        assert await leaderboard.refresh_once(postgres, mark) is None  # no rated game since
+        bob = await rated(conn, "bob", 1600)
+        assert await leaderboard.refresh_once(postgres, mark) is not None
+        assert await rank_of(conn, "fives", bob) == {"rank": 1, "rating": 1600, "games": 20}
+    finally:
+        await postgres.close()
