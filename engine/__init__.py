@@ -38,7 +38,7 @@ from engine.rounds import Settlement
 from engine.rules import DEFAULT_PRESET, PRESETS, Rules, rules_from_spec
 from engine.state import GameState, HandResult
 from engine.tiles import TILES, Tile
-from engine.transcript import replay, replay_views, to_transcript
+from engine.transcript import replay, replay_views, to_transcript, walk
 from engine.verify import verify
 from engine.views import determinize, redact_events, view, views
 
@@ -86,4 +86,5 @@ __all__ = [
     "verify",
     "view",
     "views",
+    "walk",
 ]

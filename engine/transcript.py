@@ -110,7 +110,13 @@ def _parse_move(data: object, players: int) -> tuple[int, Any]:
     return seat, move_from_data({k: v for k, v in data.items() if k != "seat"})
 
 
-def _walk(transcript: object, after: Callable[[GameState], None] | None) -> dict[str, Any]:
+MoveSeen = Callable[[GameState, int, GameState, list[dict[str, object]]], None]
+"""Told of each move of a walk: (the position before it, its seat, the position after it,
+its events)."""
+
+
+def _walk(transcript: object, after: Callable[[GameState], None] | None,
+          on_move: MoveSeen | None = None) -> dict[str, Any]:
     spec, players, rounds = _header(transcript)
     state: GameState | None = None
     out: list[dict[str, Any]] = []
@@ -135,10 +141,13 @@ def _walk(transcript: object, after: Callable[[GameState], None] | None) -> dict
                 if end is not None:
                     raise IllegalMove("hand_over", "the hand has ended; nothing may follow it")
                 seat, move = _parse_move(data, players)
+                before = state
                 state, events = apply_until_hand_end(state, seat, move)
             except EngineError as exc:
                 exc.round, exc.move = r_index, k
                 raise
+            if on_move is not None:
+                on_move(before, seat, state, events)
             points = 0
             for event in events:
                 if event["type"] == "play":
@@ -157,6 +166,11 @@ def _walk(transcript: object, after: Callable[[GameState], None] | None) -> dict
                         "bonus": end["bonus"], "totals": end["totals"]})
     winner = state.winner if state is not None and state.game_over else None
     return {"rounds": out, "winner": winner}
+
+
+def walk(transcript: Mapping[str, Any], on_move: MoveSeen) -> dict[str, Any]:
+    """`replay`, telling ``on_move`` of every move as it is checked."""
+    return _walk(transcript, None, on_move)
 
 
 def replay(transcript: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,6 @@ from server.identity import (
     changing,
     current_player,
     guest_of,
-    player_key,
     pool,
     session_hash,
     unavailable,
@@ -40,6 +39,7 @@ from server.lobby import read_json
 from server.rejected import Rejected
 from server.seams import AppState, app_state
 from server.settings import Settings
+from server.store import player_key
 
 COOKIE = SESSION_COOKIE
 USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")

@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route, WebSocketRoute
 
-from server import accounts, leaderboard, lobby, logs, players
+from server import accounts, inbox, leaderboard, lobby, logs, matchmaking, players, social
 from server.archive import Archive
 from server.db import Postgres
 from server.guard import Guard, host_rules
@@ -38,7 +38,7 @@ from server.quotas import Quotas
 from server.redis_embedded import RedisProcess
 from server.seams import STATE_ATTRIBUTE, AppState
 from server.settings import Settings
-from server.tables import TableService
+from server.tables import Notices, TableService
 from server.ws import websocket_endpoint
 
 
@@ -53,6 +53,8 @@ def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
         Route("/api/tables/{table_id}/join", lobby.join_table, methods=["POST"]),
         Route("/api/tables/{table_id}/leave", lobby.leave_table, methods=["POST"]),
         Route("/api/tables/{table_id}/resume", lobby.resume_seat, methods=["POST"]),
+        Route("/api/tables/{table_id}/rematch", lobby.rematch, methods=["POST"]),
+        Route("/api/tables/{table_id}/rematch/seat", lobby.rematch_seat, methods=["POST"]),
         Route("/api/tables/{table_id}/transcript", lobby.transcript, methods=["GET"]),
         Route("/api/tables/{table_id}/replay", lobby.replay, methods=["GET"]),
         Route("/api/games/{game_id}", lobby.archived_game, methods=["GET"]),
@@ -67,6 +69,22 @@ def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
         Route("/api/players/{name}", players.profile, methods=["GET"]),
         Route("/api/players/{name}/games", players.player_games, methods=["GET"]),
         Route("/api/leaderboards/{family}", players.leaderboard_of, methods=["GET"]),
+        Route("/api/seasons/{family}", players.season_board, methods=["GET"]),
+        Route("/api/quickplay", matchmaking.join_queue, methods=["POST"]),
+        Route("/api/quickplay", matchmaking.poll_queue, methods=["GET"]),
+        Route("/api/quickplay", matchmaking.leave_queue, methods=["DELETE"]),
+        Route("/api/me/follows", social.follows, methods=["GET"]),
+        Route("/api/me/follows/{name}", social.follow, methods=["PUT"]),
+        Route("/api/me/follows/{name}", social.unfollow, methods=["DELETE"]),
+        Route("/api/me/blocks", social.blocks, methods=["GET"]),
+        Route("/api/me/blocks/{name}", social.block, methods=["PUT"]),
+        Route("/api/me/blocks/{name}", social.unblock, methods=["DELETE"]),
+        Route("/api/messages", social.conversations, methods=["GET"]),
+        Route("/api/messages/{name}", social.conversation, methods=["GET"]),
+        Route("/api/messages/{name}", social.send_message, methods=["POST"]),
+        Route("/api/messages/{name}/read", social.mark_read, methods=["POST"]),
+        Route("/api/tables/{table_id}/invite", social.invite, methods=["POST"]),
+        WebSocketRoute("/ws/me", inbox.me_endpoint),
         WebSocketRoute("/ws", websocket_endpoint),
         Mount("/", app=lobby.StaticClient(settings.static_dir)),
     ]
@@ -143,11 +161,13 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
                            notice_frames_max=settings.notice_frames_max,
                            next_hand_s=settings.next_hand_s,
                            next_hand_turn_s=settings.next_hand_turn_s)
+    service.notify = Notices(redis)  # "your turn" and rematch notices (server.inbox)
     process_id = uuid.uuid4().hex[:12]
     hub = Hub(redis, service, metrics, settings, process_id)
     postgres = Postgres(db_url)
     archive = Archive(service, postgres, sweep_s=settings.archive_sweep_s,
-                      retry_max_s=settings.archive_retry_max_s)
+                      retry_max_s=settings.archive_retry_max_s,
+                      season_months=settings.season_months)
     if service.archive:
         service.archived = archive.rendered
     shared = AppState(
@@ -156,6 +176,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         bad_tokens=AddressBudget(settings.bad_token_rate), address_limits=hub.limits,
         archive=archive, postgres=postgres)
     setattr(app.state, STATE_ATTRIBUTE, shared)
+    me_sockets = inbox.Inbox(redis, metrics, process_id)  # /ws/me (server.inbox)
+    setattr(app.state, inbox.INBOX_ATTRIBUTE, me_sockets)
     await postgres.start()
     stop = asyncio.Event()
     own_redis = embedded is not None or settings.redis_embedded
@@ -165,7 +187,9 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     try:
         async with asyncio.TaskGroup() as group:
             group.create_task(hub.run(stop))
+            group.create_task(me_sockets.run(stop))
             group.create_task(service.run_deadlines(stop, settings))
+            group.create_task(matchmaking.run(shared, process_id, stop))
             if service.archive:
                 group.create_task(archive.run(stop))
             if db_url is not None:
@@ -174,7 +198,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
             try:
                 yield
             finally:
-                await going_away(app)
+                await asyncio.gather(going_away(app), me_sockets.going_away())
                 stop.set()
     finally:
         service.close()

@@ -36,13 +36,12 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]  # ships no type hints
 from redis.exceptions import RedisError
 
-from server import ratings
+from server import ratings, seasons
 from server.db import Postgres
-from server.identity import player_of
 from server.record import FINISHED, TableRecord
 from server.rejected import Rejected
 from server.stats import seat_stats
-from server.store import ARCHIVE_QUEUE, TABLE_ID, as_bytes
+from server.store import ARCHIVE_QUEUE, TABLE_ID, as_bytes, player_of
 from server.tables import TableService, invite_matches
 
 log = logging.getLogger("server.archive")
@@ -140,6 +139,27 @@ def side_outcomes(sides: int, result: Mapping[str, Any]) -> list[str]:
     return ["draw"] * sides
 
 
+def seat_outcomes(record: TableRecord) -> list[str]:
+    """``win``, ``loss`` or ``draw`` of each seat (a forfeiting seat's side loses)."""
+    sides = [list(side) for side in record.game.sides]
+    side_of = {seat: i for i, side in enumerate(sides) for seat in side}
+    result = record.result or {}
+    outcomes = side_outcomes(len(sides), result)
+    if result.get("reason") == "forfeit" and result.get("seat") is not None:
+        outcomes[side_of[int(result["seat"])]] = "loss"
+    return [outcomes[side_of[seat]] for seat in range(record.config.players)]
+
+
+async def score_season(conn: Any, record: TableRecord, accounts: Mapping[int, int],
+                       ended: datetime.datetime, months: int) -> None:
+    """Add a rated game to its players' scores in the season of its end (server.seasons), in
+    the caller's transaction."""
+    outcomes = seat_outcomes(record)
+    await seasons.score_game(conn, seasons.season_of(ended, months), record.config.family,
+                             {player: outcomes[seat] for seat, player in accounts.items()},
+                             ended)
+
+
 def seat_rows(record: TableRecord, transcript: Mapping[str, Any], ended_ms: int,
               accounts: Mapping[int, int]) -> list[list[Any]]:
     """The ``game_players`` rows of a finished table, in ``_INSERT_SEAT``'s order."""
@@ -218,13 +238,15 @@ class Archive:
     """The archive worker and reader of one process."""
 
     def __init__(self, service: TableService, postgres: Postgres, *, sweep_s: float = 300.0,
-                 retry_max_s: float = 30.0, poll_s: float = POLL_S) -> None:
+                 retry_max_s: float = 30.0, poll_s: float = POLL_S,
+                 season_months: int = 1) -> None:
         self.service = service
         self.store = service.store
         self.postgres = postgres
         self.sweep_s = sweep_s
         self.retry_max_s = retry_max_s
         self.poll_s = poll_s
+        self.season_months = seasons.check_months(season_months)
         self.archived = 0  # games this process wrote (for tests and logs)
 
     def _pool(self) -> Any:
@@ -346,6 +368,7 @@ class Archive:
                                    seat_rows(record, transcript, ended_ms, accounts))
             if record.config.rated:
                 changes = await rate_game(conn, record, accounts, ended)
+                await score_season(conn, record, accounts, ended, self.season_months)
                 await conn.execute("UPDATE games SET rating_changes = $2::jsonb WHERE id = $1",
                                    job.table_id, json.dumps(changes))
         self.archived += 1

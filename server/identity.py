@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from server.rejected import Rejected
 from server.seams import AppState, app_state
+from server.store import player_key
 
 SESSION_COOKIE = "session"
 GUEST_COOKIE = "guest"
@@ -36,17 +37,6 @@ class Identity:
     @property
     def guest(self) -> bool:
         return self.player_id is None
-
-
-def player_key(player_id: int) -> str:
-    return f"p:{player_id}"
-
-
-def player_of(key: str | None) -> int | None:
-    """The account id of an identity key, or None for a guest (or no key)."""
-    if key is None or not key.startswith("p:"):
-        return None
-    return int(key[2:])
 
 
 def guest_key(cookie: str) -> str:

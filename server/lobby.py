@@ -261,6 +261,29 @@ async def leave_table(request: Request) -> Response:
     return JSONResponse({"ok": True})
 
 
+def _seat_token(body: dict[str, Any]) -> str:
+    token = body.get("token")
+    if not isinstance(token, str) or not token:
+        raise Rejected("bad_request", '"token" must be a string')
+    return token
+
+
+async def rematch(request: Request) -> Response:
+    """`POST /api/tables/{id}/rematch` {"token"}: the seat accepts a rematch."""
+    token = _seat_token(await read_json(request))
+    found = await checking_token(
+        request, _service(request).rematch(request.path_params["table_id"], token), token)
+    return JSONResponse({"rematch": found})
+
+
+async def rematch_seat(request: Request) -> Response:
+    """`POST /api/tables/{id}/rematch/seat` {"token"}: the seat's place at the rematch table."""
+    token = _seat_token(await read_json(request))
+    found = await checking_token(
+        request, _service(request).rematch_seat(request.path_params["table_id"], token), token)
+    return JSONResponse(found)
+
+
 async def transcript(request: Request) -> Response:
     return await _finished_game(request, "transcript")
 

@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from server import leaderboard, ratings
+from server import leaderboard, ratings, seasons
 from server.archive import DELETED_PLAYER
 from server.identity import Identity, identify, pool
 from server.rejected import Rejected
@@ -248,8 +248,15 @@ async def profile(request: Request) -> Response:
         recent, _ = await _games(conn, player["id"], RECENT, None)
         body = {"name": player["username"], "joined": _ms(player["created_at"]),
                 "ratings": await _ratings(conn, player["id"]),
-                "stats": await stats(conn, player["id"]), "recent": recent}
+                "stats": await stats(conn, player["id"]), "recent": recent,
+                "seasons": await seasons.past_finishes(conn, player["id"],
+                                                       _current_season(request))}
     return JSONResponse(body)
+
+
+def _current_season(request: Request) -> str:
+    months: int = app_state(request.app).settings.season_months
+    return seasons.season_of(datetime.datetime.now(datetime.UTC), months)
 
 
 # ---- leaderboards ----------------------------------------------------------------------------
@@ -268,3 +275,26 @@ async def leaderboard_of(request: Request) -> Response:
             me = await leaderboard.rank_of(conn, family, identity.player_id)
     return JSONResponse({"family": family, "label": ratings.FAMILY_LABELS[family],
                          "players": top, "me": me})
+
+
+async def season_board(request: Request) -> Response:
+    """``GET /api/seasons/{family}?season=YYYY-MM``: a season's top 100 (the current season
+    by default) and the viewer's own standing."""
+    family = request.path_params["family"]
+    if family not in ratings.FAMILY_LABELS:
+        raise Rejected("unknown_family", f"no rating family {family!r}", status=404)
+    months: int = app_state(request.app).settings.season_months
+    asked = request.query_params.get("season")
+    season = _current_season(request) if asked is None else seasons.parse_season(asked, months)
+    if season is None:
+        raise Rejected("bad_season", f"season must be YYYY-MM, the first month of a season of "
+                       f"{months} month(s)", status=400)
+    db = pool(app_state(request.app))
+    identity = await identify(request)
+    async with db.acquire() as conn:
+        top = await seasons.board(conn, season, family)
+        me = None
+        if identity is not None and identity.player_id is not None:
+            me = await seasons.standing(conn, season, family, identity.player_id)
+    return JSONResponse({"season": season, "family": family,
+                         "label": ratings.FAMILY_LABELS[family], "players": top, "me": me})

@@ -87,6 +87,9 @@ class TableRecord:
     ratings: tuple[Mapping[str, Any], ...] | None = None
     # Between two hands (the pause): {"deadline": ms, "ready": [seats]}; None otherwise.
     next_hand: Mapping[str, Any] | None = None
+    # A finished game's rematch: {"accepted": [seats], "table": the new table's id or None}
+    # (TableService.rematch); None until a seat asks for one.
+    rematch: Mapping[str, Any] | None = None
 
     @classmethod
     def new(cls, table_id: str, config: TableConfig, created_ms: int, seed: int,
@@ -119,6 +122,7 @@ class TableRecord:
             "started": self.started_ms,
             "ratings": None if self.ratings is None else list(self.ratings),
             "next_hand": None if self.next_hand is None else dict(self.next_hand),
+            "rematch": None if self.rematch is None else dict(self.rematch),
         }
         return bytes(msgpack.packb(data))
 
@@ -138,6 +142,7 @@ class TableRecord:
             started_ms=data.get("started"),
             ratings=None if data.get("ratings") is None else tuple(data["ratings"]),
             next_hand=data.get("next_hand"),
+            rematch=data.get("rematch"),  # absent from blobs stored before rematches
         )
 
     # -- what people see -------------------------------------------------------------------
@@ -159,6 +164,8 @@ class TableRecord:
             "ratings": None if self.ratings is None else [dict(r) for r in self.ratings],
             "next_hand": None if self.next_hand is None else {
                 "deadline": self.next_hand["deadline"], "ready": list(self.next_hand["ready"])},
+            "rematch": None if self.rematch is None else {
+                "accepted": list(self.rematch["accepted"]), "table": self.rematch["table"]},
         }
 
     def transcript(self) -> dict[str, Any]:

@@ -57,6 +57,12 @@ def _rate_and_burst(name: str, raw: str | None, rate: float, burst: int) -> tupl
     return rate, burst
 
 
+def _season_months(value: int) -> int:
+    if value <= 0 or 12 % value:
+        raise ValueError("SEASON_MONTHS must be 1, 2, 3, 4, 6 or 12")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -136,6 +142,20 @@ class Settings:
     archive_retry_max_s: float = 30.0  # longest wait between tries while PostgreSQL is down
     # The leaderboards snapshot (server.leaderboard) is rebuilt this often, by one process.
     leaderboard_refresh_s: float = 60.0
+    # A season (server.seasons) lasts this many calendar months from January: 1, 2, 3, 4, 6, 12.
+    season_months: int = 1
+    # Quick play (server.matchmaking, docs/players.md "Quick play").
+    quickplay_window: float = 100.0  # rating points either side of a new entry ...
+    quickplay_widen: float = 20.0  # ... widened by this many a second waited
+    quickplay_bot_after_s: float = 30.0  # a casual entry waiting this long gets bots
+    quickplay_stale_s: float = 10.0  # an entry not polled for this long is dropped
+    quickplay_rate: int = 30  # queue joins per minute per identity
+    quickplay_tick_s: float = 0.5  # how often each process's matcher looks at the queues
+    quickplay_match_ttl_s: float = 60.0  # a match (with its seat token) is kept this long
+    # Friends, messages and invitations (server.social), per account, in a minute.
+    message_rate: int = 20  # private messages sent
+    invite_rate: int = 10  # invitations to a table sent
+    follow_rate: int = 30  # follows, unfollows, blocks and unblocks
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -246,4 +266,19 @@ class Settings:
             leaderboard_refresh_s=_positive("LEADERBOARD_REFRESH_S",
                                             num("LEADERBOARD_REFRESH_S", d.leaderboard_refresh_s,
                                                 float)),
+            season_months=_season_months(int(num("SEASON_MONTHS", d.season_months))),
+            quickplay_window=num("QUICKPLAY_WINDOW", d.quickplay_window, float),
+            quickplay_widen=num("QUICKPLAY_WIDEN", d.quickplay_widen, float),
+            quickplay_bot_after_s=num("QUICKPLAY_BOT_AFTER_S", d.quickplay_bot_after_s, float),
+            quickplay_stale_s=_positive("QUICKPLAY_STALE_S",
+                                        num("QUICKPLAY_STALE_S", d.quickplay_stale_s, float)),
+            quickplay_rate=max(1, int(num("QUICKPLAY_RATE", d.quickplay_rate))),
+            quickplay_tick_s=_positive("QUICKPLAY_TICK_S",
+                                       num("QUICKPLAY_TICK_S", d.quickplay_tick_s, float)),
+            quickplay_match_ttl_s=_positive("QUICKPLAY_MATCH_TTL_S",
+                                            num("QUICKPLAY_MATCH_TTL_S",
+                                                d.quickplay_match_ttl_s, float)),
+            message_rate=max(1, int(num("MESSAGE_RATE", d.message_rate))),
+            invite_rate=max(1, int(num("INVITE_RATE", d.invite_rate))),
+            follow_rate=max(1, int(num("FOLLOW_RATE", d.follow_rate))),
         )

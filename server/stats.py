@@ -7,11 +7,8 @@ winning side and how the settlement changed every side's total. No scoring rule 
 here, so the numbers are exact for every preset and option set. The results are the
 ``game_players`` columns of the archive (server/migrations/0003_ratings.sql).
 
-The walk is the one `engine.replay` makes (engine.transcript): each round starts from the
-transcript's deal with `game_from_deal` (round 1) or `start_round` (later rounds, carrying the
-scores, finished rounds and allowed leaders on), and each move goes through
-`apply_until_hand_end`, the `apply` that stops at a hand's end instead of dealing the next
-round from the seed. Pure: no I/O, imports only the engine.
+The walk is `engine.replay`'s own (`engine.walk`), told of every move with the positions
+before and after it and its events. Pure: no I/O, imports only the engine.
 """
 
 from __future__ import annotations
@@ -20,21 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine import (
-    EngineError,
-    GameState,
-    IllegalMove,
-    InvalidNotation,
-    InvalidTranscript,
-    Move,
-    game_from_deal,
-    move_from_data,
-    rules_from_spec,
-)
-from engine.game import apply_until_hand_end
-from engine.rounds import check_deal, start_round
+import engine
+from engine import GameState
 
-FORMAT = "dominoes-transcript/1"
 BIG_PLAY = 30
 """A play scoring at least this many points (as the score shows them) is a big play."""
 
@@ -104,33 +89,15 @@ def seat_stats(transcript: Mapping[str, Any]) -> list[SeatStats]:
     Raises the engine's `EngineError` (with ``round``/``move`` set, as `engine.replay`
     does) when the transcript is not a valid game record.
     """
-    spec, players, rounds = _header(transcript)
-    tallies = [_Tally() for _ in range(players)]
-    state: GameState | None = None
-    finished = True
-    for r_index, rnd in enumerate(rounds):
-        try:
-            if state is not None and (state.game_over or not finished):
-                why = "the game is over" if state.game_over else "the previous round is unfinished"
-                raise InvalidTranscript("extra_round", f"no round may follow: {why}")
-            state = _start(state, spec, players, rnd)
-        except EngineError as exc:
-            exc.round, exc.move = r_index, None
-            raise
-        finished = False
-        for k, data in enumerate(rnd.get("moves", [])):
-            try:
-                if state.game_over:
-                    raise IllegalMove("game_over", "the game is over; nothing may follow it")
-                if finished:
-                    raise IllegalMove("hand_over", "the hand has ended; nothing may follow it")
-                seat, move = _parse_move(data, players)
-                before = state.scores
-                state, events = apply_until_hand_end(state, seat, move)
-            except EngineError as exc:
-                exc.round, exc.move = r_index, k
-                raise
-            finished = _tally(tallies, state, seat, before, events)
+    tallies: list[_Tally] = []
+
+    def seen(before: GameState, seat: int, after: GameState,
+             events: list[dict[str, object]]) -> None:
+        _tally(tallies, after, seat, before.scores, events)
+
+    players = transcript.get("players") if isinstance(transcript, Mapping) else None
+    tallies.extend(_Tally() for _ in range(players if type(players) is int else 0))
+    engine.walk(transcript, seen)
     return [t.frozen() for t in tallies]
 
 
@@ -191,51 +158,3 @@ def _int(value: object) -> int:
     if type(value) is not int:
         raise TypeError(f"the engine reported {value!r} where a number belongs")
     return value
-
-
-def _header(transcript: object) -> tuple[Any, int, list[Any]]:
-    if not isinstance(transcript, Mapping):
-        raise InvalidTranscript("bad_format", "a transcript is a JSON object")
-    if "format" in transcript and transcript["format"] != FORMAT:
-        raise InvalidTranscript("bad_format", f"format must be {FORMAT!r}")
-    if "rules" not in transcript:
-        raise InvalidTranscript("bad_format", "the transcript names no rules")
-    spec, players = transcript["rules"], transcript.get("players")
-    rules_from_spec(spec, players)  # type: ignore[arg-type]  # refuses a bad count
-    rounds = transcript.get("rounds")
-    if not isinstance(rounds, list):
-        raise InvalidTranscript("bad_format", "rounds must be a list")
-    if type(players) is not int:  # pragma: no cover - rules_from_spec refused it
-        raise InvalidTranscript("bad_format", "players must be 2, 3 or 4")
-    return spec, players, rounds
-
-
-def _start(state: GameState | None, spec: Any, players: int, rnd: object) -> GameState:
-    """The position at the start of round `rnd`, after the finished position `state`."""
-    if not isinstance(rnd, Mapping):
-        raise InvalidTranscript("bad_format", "a round is an object with hands, boneyard, leader")
-    hands, boneyard, leader = rnd.get("hands"), rnd.get("boneyard"), rnd.get("leader")
-    if not isinstance(hands, list) or not isinstance(boneyard, list):
-        raise InvalidTranscript("bad_deal", "hands and boneyard are lists of tiles")
-    if not all(isinstance(h, list) for h in hands):
-        raise InvalidTranscript("bad_deal", "each hand is a list of tiles")
-    if type(leader) is not int or not 0 <= leader < players:
-        raise InvalidTranscript("bad_leader", f"leader must be a seat from 0 to {players - 1}")
-    if not isinstance(rnd.get("moves", []), list):
-        raise InvalidTranscript("bad_format", "moves must be a list")
-    if state is None:
-        return game_from_deal(spec, players, hands, boneyard, leader)
-    table = state.table
-    dealt, rest = check_deal(table.rules, hands, boneyard)
-    return start_round(rules=table.rules, seed=table.seed, rnd=table.round + 1,
-                       lead_from=table.lead_from, past=table.past, scores=state.scores,
-                       deal_hands=dealt, deal_boneyard=rest, leader=leader)
-
-
-def _parse_move(data: object, players: int) -> tuple[int, Move]:
-    if not isinstance(data, Mapping):
-        raise InvalidNotation("bad_move", "a move is an object with a seat")
-    seat = data.get("seat")
-    if type(seat) is not int or not 0 <= seat < players:
-        raise InvalidNotation("bad_move", f"a move names its seat (0 to {players - 1})")
-    return seat, move_from_data({k: v for k, v in data.items() if k != "seat"})

@@ -27,6 +27,12 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
                      presence)
 - ``{id}:chatbudget:p``, ``{id}:chatbudget:s``  hashes ``tokens``, ``stamp``: the chat token
                      buckets of the players and of the spectators (server.crowd; own expiry)
+- ``{id}:rematch``   hash, own expiry (server.tables REMATCH_TTL_S, 10 minutes from when the
+                     rematch table was made): ``table`` -> the rematch table's id, ``invite``
+                     -> its invite code ("" for a public table), ``<seat>`` -> the token of
+                     the seat reserved at the rematch table for this table's ``<seat>``
+                     (handed to whoever holds this table's seat token, `rematch_seat`)
+- ``{id}:rematch:lock``  short lock (30 s) of the one request making the rematch table
 - channel ``t:{id}:n`` one notice per commit: msgpack ``[version, {audience: frame}, the seat
   or ``invite`` whose token it changed, or nil]``, or (frames over ``NOTICE_FRAMES_MAX``
   bytes) the bare new version as ASCII digits
@@ -50,9 +56,25 @@ its ``RETENTION`` once archived). Channel ``dominoes:processes`` (``PROCESS_CHAN
 process's hub subscribes to it first. ``seated:<identity>`` (zset id -> ms the seat was
 taken): the tables an account (``p:<id>``) or guest (``g:<hash>``) sits at (server.identity;
 entries of tables left, finished or gone are dropped when read). Channel ``inbox:<player id>``:
-a player's notices (server.inbox). Counters of
+a player's notices (server.inbox). ``online:<player id>`` (hash process id -> expiry ms,
+the key expiring with its newest entry): the processes holding a ``/ws/me`` socket of the
+player, each entry renewed while it does (server.inbox; "online" = an entry not expired).
+Fixed windows of server.social in ``quota:<name>`` (`Store.hit`): ``quota:msg:<player id>``,
+``quota:invite:<player id>``, ``quota:follow:<player id>``. Counters of
 server.accounts (fixed windows, own expiry): ``login:fail:a:<name>``,
 ``login:fail:ip:<address>``, ``register:ip:<address>``.
+
+Quick play (server.matchmaking), every key under the one hash tag ``{qp}`` (one cluster slot,
+so each of its scripts is atomic), per queue ``<q>`` = ``<preset>:<players>:<r|c>``:
+``qp:{qp}:z:<q>`` (zset identity -> rating), ``qp:{qp}:since:<q>``, ``qp:{qp}:beat:<q>``
+(hashes identity -> ms of the join, of the last POST or poll), ``qp:{qp}:seat:<q>`` (hash
+identity -> JSON of what its seat will show); ``qp:{qp}:queues`` (set of the queues that may
+have entries), ``qp:{qp}:who`` (hash identity -> its one queue), ``qp:{qp}:lease:<q>`` (the
+matcher's short lease of a queue, ``SET NX PX``) and ``qp:{qp}:match:<identity>`` (``pending``
+while its table is set up, then JSON ``{"table", "seat", "token", "since", "matched"}``, the
+seat token kept only
+here; expires after ``QUICKPLAY_MATCH_TTL_S``). Queue joins are counted in
+``quota:quickplay:<identity>`` (`Store.hit`).
 
 Imports no other project module; must not import engine.
 """
@@ -296,9 +318,35 @@ def quota_key(name: str) -> str:
     return f"quota:{name}"
 
 
+def player_key(player_id: int) -> str:
+    """The identity key of an account (server.identity): ``p:<id>``."""
+    return f"p:{player_id}"
+
+
+def player_of(key: str | None) -> int | None:
+    """The account id of an identity key, or None for a guest's (``g:<hash>``) or no key."""
+    if key is None or not key.startswith("p:") or not key[2:].isdigit():
+        return None
+    return int(key[2:])
+
+
 def inbox_channel(player_id: int) -> str:
     """The channel of a player's inbox (server.inbox)."""
     return f"inbox:{player_id}"
+
+
+def online_key(player_id: int) -> str:
+    """The hash of the processes holding a player's ``/ws/me`` sockets (server.inbox)."""
+    return f"online:{player_id}"
+
+
+def rematch_key(table_id: str) -> str:
+    """The hash of a finished table's rematch: the new table and its reserved seat tokens."""
+    return f"{{{table_id}}}:rematch"
+
+
+def rematch_lock_key(table_id: str) -> str:
+    return f"{{{table_id}}}:rematch:lock"
 
 
 def seated_key(identity: str) -> str:

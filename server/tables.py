@@ -44,8 +44,20 @@ from server.record import (
 )
 from server.rejected import Rejected
 from server.settings import Settings
-from server.store import INVITE_FIELD, TABLE_ID, Frames, Store, TableKeys, token_hash
-from server.table_config import parse_create_request
+from server.store import (
+    INVITE_FIELD,
+    TABLE_ID,
+    Frames,
+    Store,
+    TableKeys,
+    as_bytes,
+    inbox_channel,
+    player_of,
+    rematch_key,
+    rematch_lock_key,
+    token_hash,
+)
+from server.table_config import TableConfig, parse_create_request
 
 __all__ = ["SPECTATORS", "Rejected", "TableService", "token_hash"]
 
@@ -54,6 +66,11 @@ log = logging.getLogger("server.tables")
 PUBLIC_LIST_LIMIT = 200
 CACHE_TABLES = 1024
 WRITE_ATTEMPTS = 20
+REMATCH_TTL_S = 600  # a rematch's reserved seat tokens are kept this long for their claimers
+REMATCH_LOCK_MS = 30_000  # one process makes a rematch table; its lock lasts at most this long
+
+Notify = Callable[[int, Mapping[str, Any]], None]
+"""Sends an inbox notice (server.inbox: a map with a string ``t``) to a player id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +100,52 @@ def unknown_table(table_id: str) -> Rejected:
 def seat_left() -> Rejected:
     return Rejected("seat_left", "this seat's token is no longer valid: the seat was left",
                     status=403)
+
+
+def turn_started(before: TableRecord | None, after: TableRecord) -> int | None:
+    """The seat whose turn the change from ``before`` to ``after`` started: the seat to move
+    changed, or the same seat leads a new hand; None when nobody's turn began (a seat that
+    drew and moves again, a pause between hands, a finished game)."""
+    seat = after.seat_to_move
+    if seat is None or after.next_hand is not None:
+        return None
+    if before is not None and before.seat_to_move == seat and before.next_hand is None \
+            and before.game.round == after.game.round:
+        return None
+    return seat
+
+
+def rematch_people(record: TableRecord) -> list[int]:
+    """The seats people played (every seat but the table's own bots): all of them must accept
+    a rematch. A seat a stand-in bot took over (its player left) never accepts."""
+    return [s for s in range(record.config.players) if s not in record.config.bots]
+
+
+def rematch_agreed(record: TableRecord) -> bool:
+    accepted = set(record.rematch["accepted"]) if record.rematch is not None else set()
+    people = rematch_people(record)
+    return bool(people) and all(s in accepted for s in people)
+
+
+class Notices:
+    """`Notify` for the application: each notice is published by a background task, so that
+    the commit that caused it never waits for it (fire and forget, as every inbox notice)."""
+
+    def __init__(self, redis: redis.asyncio.Redis) -> None:
+        self.redis = redis
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __call__(self, player_id: int, notice: Mapping[str, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(self._send(player_id, dict(notice)))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, player_id: int, notice: dict[str, Any]) -> None:
+        try:
+            # as server.inbox.publish (not imported: it is part of the socket layer)
+            await self.redis.publish(inbox_channel(player_id), bytes(msgpack.packb(notice)))
+        except (RedisError, OSError) as exc:
+            log.warning("inbox notice lost: %s", exc)
 
 
 def invite_matches(invite: object, invite_hash: str | None) -> bool:
@@ -138,6 +201,9 @@ class TableService:
         # audience -> frame, the seat or "invite" whose token it changed), before anything
         # else awaits: the fan-out delivers them to local sockets without reading them back.
         self.committed: Callable[[str, int, Mapping[str, bytes], str | None], None] | None = None
+        # Inbox notices (`Notices` in the application; None: none are sent): "your_turn" to an
+        # account whose turn a commit started, "rematch" when a rematch table is made.
+        self.notify: Notify | None = None
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
         self._render_pool: ProcessPoolExecutor | None = None  # started on the first render
         self._render_slot = asyncio.Semaphore(1)
@@ -476,6 +542,8 @@ class TableService:
         if self.committed is not None:
             self.committed(table_id, version, frames,
                            str(change.token[1]) if change.token else None)
+        if self.notify is not None:
+            self._your_turn(loaded.record if loaded.version > 0 else None, change.record)
         if self.archive and status == FINISHED and loaded.record.status != FINISHED:
             # The commit itself is the durable mark (a finished table without expiry, found by
             # the archive's sweep); the job only makes the archive prompt.
@@ -489,6 +557,17 @@ class TableService:
             with contextlib.suppress(RedisError):
                 await self.store.index_public(table_id, change.record.created_ms, status)
         return version
+
+    def _your_turn(self, before: TableRecord | None, after: TableRecord) -> None:
+        """Tell the account whose turn this commit started ("your_turn", server.inbox)."""
+        seat = turn_started(before, after)
+        if seat is None or self.notify is None or after.seats[seat].bot is not None:
+            return
+        player = player_of(after.seats[seat].owner)
+        if player is None:
+            return
+        self.notify(player, {"t": "your_turn", "table": after.id, "name": after.config.name,
+                             "seat": seat, "deadline": seat_deadline(after, seat)})
 
     def due_ms(self, record: TableRecord, now_ms: int) -> int | None:
         """When the scheduler must look at the table next: a bot's move or a clock
@@ -505,7 +584,9 @@ class TableService:
                      owner: str | None = None) -> dict[str, Any]:
         """A new table; ``owner`` names who created it (server.fairness.owner_key), so that the
         scheduler can share bot time fairly between owners."""
-        config = parse_create_request(request)
+        return await self._create(parse_create_request(request), owner)
+
+    async def _create(self, config: TableConfig, owner: str | None) -> dict[str, Any]:
         invite = secrets.token_urlsafe(12) if config.private else None
         async with unavailable_on_redis_error():
             for _attempt in range(10):
@@ -589,8 +670,9 @@ class TableService:
 
     async def seated(self, owner: str) -> list[dict[str, Any]]:
         """The tables ``owner`` sits at now (waiting or in play, the seat not left), oldest
-        first: each table's lobby summary with its ``seat`` and whether it is that seat's
-        ``turn``. Entries of tables left, finished or gone are dropped on the way."""
+        first: each table's lobby summary with its ``seat``, whether it is that seat's ``turn``
+        and, then, its clock's ``deadline`` (ms; None without a clock or when not its turn).
+        Entries of tables left, finished or gone are dropped on the way."""
         async with unavailable_on_redis_error():
             table_ids = await self.store.seated_tables(owner)
             found: list[dict[str, Any]] = []
@@ -609,7 +691,8 @@ class TableService:
                     continue
                 for seat in mine:
                     found.append({**record.summary(loaded.version), "seat": seat,
-                                  "turn": record.seat_to_move == seat})
+                                  "turn": record.seat_to_move == seat,
+                                  "deadline": seat_deadline(record, seat)})
             await self.store.drop_seated(owner, stale)
         return found
 
@@ -668,6 +751,122 @@ class TableService:
 
         async with unavailable_on_redis_error():
             await self.write(table_id, change, client=(-1, "ratings"))
+
+    # -- rematches ---------------------------------------------------------------------------
+    async def rematch(self, table_id: str, token: str) -> dict[str, Any]:
+        """The seat of ``token`` accepts a rematch of the finished game; returns the table's
+        ``rematch`` ({"accepted": [seats], "table": id or None}). Once every seat people
+        played has accepted, the rematch table is made (`_make_rematch`)."""
+        async with unavailable_on_redis_error():
+            seat, _ = await self.authenticate(table_id, token)
+            if seat is None:
+                raise Rejected("bad_token", "a seat token is needed to ask for a rematch",
+                               status=403)
+            hashed = token_hash(token)
+            record = (await self.load(table_id)).record
+            rematch_refusal(record)
+            if record.rematch is None or seat not in record.rematch["accepted"]:
+                lifetime = await self.store.lifetime_ms(table_id)
+
+                def change(loaded: Loaded) -> Change:
+                    current = loaded.record
+                    rematch_refusal(current)
+                    accepted = [] if current.rematch is None else current.rematch["accepted"]
+                    found = {"accepted": sorted({*accepted, seat}), "table": None}
+                    return Change(replace(current, rematch=found),
+                                  [{"type": "rematch", "seat": seat}])
+
+                await self.write(table_id, change, client=(seat, "rematch"),
+                                 require=(seat, hashed))
+                await self._keep_lifetime(table_id, lifetime)
+                record = (await self.load(table_id)).record
+            if rematch_agreed(record) and record.rematch is not None \
+                    and record.rematch["table"] is None:
+                record = await self._make_rematch(record)
+        assert record.rematch is not None
+        return {"accepted": list(record.rematch["accepted"]), "table": record.rematch["table"]}
+
+    async def _keep_lifetime(self, table_id: str, before_ms: int) -> None:
+        """A finished table already archived keeps the lifetime it had (a commit on a finished
+        table of an archiving service keeps it without expiry: the archive's pending mark)."""
+        if self.archive and before_ms > 0:
+            await self.store.archive_done(table_id, None, before_ms)
+
+    async def _make_rematch(self, old: TableRecord) -> TableRecord:
+        """Make the rematch table of ``old`` (once, by one process: a lock): the same config,
+        every seat moved one on (seat s -> (s + 1) % players), bots included; each person's
+        new seat taken for them (same owner, same account) and its token kept for
+        REMATCH_TTL_S under ``{old id}:rematch`` until they claim it (`rematch_seat`). Then
+        ``rematch.table`` names it and each account is told (inbox "rematch")."""
+        redis_ = self.store.redis
+        lock, nonce = rematch_lock_key(old.id), secrets.token_hex(8)
+        if not await redis_.set(lock, nonce, nx=True, px=REMATCH_LOCK_MS):
+            return old  # another request is making it: its version will say so
+        try:
+            config = old.config
+            players = config.players
+            rotated = replace(config, bots={(s + 1) % players: level
+                                            for s, level in config.bots.items()})
+            created = await self._create(rotated, None)
+            new_id, invite = str(created["id"]), created["invite"]
+            tokens: dict[Any, Any] = {"table": new_id, "invite": invite or ""}
+            for seat in rematch_people(old):
+                held = old.seats[seat]
+                _, tokens[str(seat)] = await self.join(
+                    new_id, (seat + 1) % players, held.name or "Player", invite,
+                    owner=held.owner, player=rematch_player(old, seat))
+            key = rematch_key(old.id)
+            async with redis_.pipeline(transaction=True) as pipe:
+                pipe.hset(key, mapping=tokens)
+                pipe.expire(key, REMATCH_TTL_S)
+                await pipe.execute()
+            lifetime = await self.store.lifetime_ms(old.id)
+
+            def change(loaded: Loaded) -> Change:
+                current = loaded.record
+                rematch_refusal(current)  # rematch_taken: made already, nothing to do
+                assert current.rematch is not None
+                return Change(replace(current, rematch={**current.rematch, "table": new_id}),
+                              [{"type": "rematch", "table": new_id}])
+
+            await self.write(old.id, change, client=(-1, "rematch:" + new_id))
+            await self._keep_lifetime(old.id, lifetime)
+        finally:
+            with contextlib.suppress(RedisError):
+                if as_bytes(await redis_.get(lock) or b"") == nonce.encode():
+                    await redis_.delete(lock)
+        if self.notify is not None:
+            for seat in rematch_people(old):
+                player = player_of(old.seats[seat].owner)
+                if player is not None:
+                    self.notify(player, {"t": "rematch", "table": new_id, "from": old.id})
+        return (await self.load(old.id)).record
+
+    async def rematch_seat(self, table_id: str, token: str) -> dict[str, Any]:
+        """The rematch seat of the old seat ``token`` holds: {"table", "seat", "token",
+        "invite"} (the same answer each time, for REMATCH_TTL_S after the table was made)."""
+        async with unavailable_on_redis_error():
+            seat, _ = await self.authenticate(table_id, token)
+            if seat is None:
+                raise Rejected("bad_token", "a seat token is needed to claim a rematch seat",
+                               status=403)
+            record = (await self.load(table_id)).record
+            if record.status != FINISHED:
+                raise Rejected("game_not_over", "a rematch comes when the game is over",
+                               status=409)
+            new_id = None if record.rematch is None else record.rematch["table"]
+            if new_id is None:
+                raise Rejected("rematch_not_ready",
+                               "the rematch table is made once every player has accepted",
+                               status=409)
+            found, invite = await self.store.redis.hmget(rematch_key(table_id),
+                                                         [str(seat), "invite"])
+        if found is None:
+            raise Rejected("rematch_expired", "the rematch seat was reserved for "
+                           f"{REMATCH_TTL_S} s; resume it on the new table instead", status=409)
+        code = as_bytes(invite).decode() if invite is not None else ""
+        return {"table": new_id, "seat": (seat + 1) % record.config.players,
+                "token": as_bytes(found).decode(), "invite": code or None}
 
     def _start(self, record: TableRecord) -> TableRecord:
         record = replace(record, status=PLAYING, started_ms=self.now_ms())
@@ -812,6 +1011,36 @@ class TableService:
 
         scheduler = Scheduler(self) if settings is None else Scheduler.from_settings(self, settings)
         await scheduler.run(stop)
+
+
+def rematch_refusal(record: TableRecord) -> None:
+    """Rejected unless the game is over and its rematch table not made yet."""
+    if record.status != FINISHED:
+        raise Rejected("game_not_over", "a rematch can be asked for once the game is over",
+                       status=409)
+    if record.rematch is not None and record.rematch["table"] is not None:
+        raise Rejected("rematch_taken", "the rematch table is made: claim your seat there",
+                       status=409)
+
+
+def rematch_player(record: TableRecord, seat: int) -> Mapping[str, Any] | None:
+    """What the rematch table shows of ``seat``'s account: as before, with its rating after
+    this game once the game was rated."""
+    player = record.seats[seat].player
+    if player is None:
+        return None
+    for changed in record.ratings or ():
+        if changed.get("seat") == seat:
+            return {**player, "rating": changed["after"], "provisional": changed["provisional"]}
+    return player
+
+
+def seat_deadline(record: TableRecord, seat: int) -> int | None:
+    """When ``seat``'s clock runs out (ms), while it is that seat's turn; else None."""
+    clock = record.clock
+    if record.seat_to_move != seat or clock is None or clock.seat != seat:
+        return None
+    return clock.deadline_ms
 
 
 def parse_move(move: Mapping[str, object]) -> engine.Move:

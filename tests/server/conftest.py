@@ -4,6 +4,7 @@
   rate limit is raised so that scripted players can play as fast as the machine goes (the limits
   themselves are tested on a server with the defaults).
 - ``http``: an httpx.AsyncClient on that service.
+- ``db``: a connection to the test's own PostgreSQL database (``database_url``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
+import asyncpg
 import httpx
 import pytest
 
@@ -43,6 +45,15 @@ async def running(process: ServiceProcess) -> AsyncIterator[ServiceProcess]:
 async def http(service: ServiceProcess) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=service.url, timeout=10) as client:
         yield client
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(database_url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,7 @@ import pytest
 
 from tests.server.conftest import FAST, running
 from tests.support.servers import ServiceProcess
+from tests.support.web import code
 
 LIMITS = {"LOGIN_FAILURES_PER_ACCOUNT": "3", "LOGIN_FAILURES_PER_ADDRESS": "6",
           "REGISTRATIONS_PER_ADDRESS": "4"}
@@ -37,19 +38,6 @@ def client(service: ServiceProcess, origin: str | None = None) -> httpx.AsyncCli
 async def web(accounts_service: ServiceProcess) -> AsyncIterator[httpx.AsyncClient]:
     async with client(accounts_service) as http:
         yield http
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(database_url)
-    try:
-        yield conn
-    finally:
-        await conn.close()
-
-
-def code(response: httpx.Response) -> str:
-    return str(response.json()["error"]["code"])
 
 
 async def register(http: httpx.AsyncClient, username: str = "ada",

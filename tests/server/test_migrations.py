@@ -214,3 +214,75 @@ def test_python_m_server_migrate_on_the_embedded_cluster(tmp_path: Path) -> None
     assert (tmp_path / "data" / "postgres" / "pgdata" / "PG_VERSION").exists()
     again = _migrate_command({"DATABASE_URL": "", "DATA_DIR": str(tmp_path / "data")})
     assert again.stdout.strip() == "applied 0 migration(s): none pending", again.stderr
+
+
+async def test_0005_social(conn: asyncpg.Connection) -> None:
+    await migrate(conn)
+    ann, bob, cat = [await conn.fetchval(
+        "INSERT INTO players (username, password_hash) VALUES ($1, 'h') RETURNING id", name)
+        for name in ("ann", "bob", "cat")]
+    await conn.execute("INSERT INTO follows (follower, followee) VALUES ($1, $2), ($2, $1)",
+                       ann, bob)
+    with pytest.raises(asyncpg.UniqueViolationError):  # one follow per pair and direction
+        await conn.execute("INSERT INTO follows (follower, followee) VALUES ($1, $2)", ann, bob)
+    with pytest.raises(asyncpg.CheckViolationError):  # nobody follows or blocks themselves
+        await conn.execute("INSERT INTO follows (follower, followee) VALUES ($1, $1)", ann)
+    await conn.execute("INSERT INTO blocks (blocker, blocked) VALUES ($1, $2)", cat, ann)
+    with pytest.raises(asyncpg.UniqueViolationError):
+        await conn.execute("INSERT INTO blocks (blocker, blocked) VALUES ($1, $2)", cat, ann)
+    with pytest.raises(asyncpg.CheckViolationError):
+        await conn.execute("INSERT INTO blocks (blocker, blocked) VALUES ($1, $1)", cat)
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        await conn.execute("INSERT INTO follows (follower, followee) VALUES ($1, -1)", ann)
+    first = await conn.fetchval("INSERT INTO messages (sender, recipient, body) "
+                                "VALUES ($1, $2, 'hi') RETURNING id", ann, bob)
+    second = await conn.fetchval("INSERT INTO messages (sender, recipient, body) "
+                                 "VALUES ($1, $2, 'hello') RETURNING id", bob, ann)
+    assert second > first  # ids grow: the order of a conversation
+    for bad in ("", "x" * 1001):
+        with pytest.raises(asyncpg.CheckViolationError):
+            await conn.execute("INSERT INTO messages (sender, recipient, body) "
+                               "VALUES ($1, $2, $3)", ann, bob, bad)
+    assert await conn.fetchval("SELECT read_at FROM messages WHERE id = $1", first) is None
+    indexes = {r["indexname"]: r["indexdef"] for r in await conn.fetch(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'messages'")}
+    assert "LEAST(sender, recipient), GREATEST(sender, recipient), id DESC" in indexes[
+        "messages_pair"]
+    assert "WHERE (read_at IS NULL)" in indexes["messages_unread"]
+    # a deleted account takes its follows, blocks and messages with it, both ways
+    await conn.execute("DELETE FROM players WHERE id = $1", ann)
+    for table in ("follows", "blocks", "messages"):
+        assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 0, table
+    assert await conn.fetchval("SELECT count(*) FROM players") == 2
+
+
+async def test_0006_seasons(conn: asyncpg.Connection) -> None:
+    await migrate(conn)
+    ann, bob = [await conn.fetchval(
+        "INSERT INTO players (username, password_hash) VALUES ($1, 'h') RETURNING id", name)
+        for name in ("s_ann", "s_bob")]
+    row = "INSERT INTO season_scores VALUES ($1, 'fives', $2, $3, $4, $5, $6, now())"
+    await conn.execute(row, "2026-12", ann, 7, 3, 3, 3)
+    await conn.execute(row, "2026-12", bob, 2, 3, 1, 0)
+    await conn.execute(row, "2026-11", ann, 1, 1, 0, 0)  # past seasons are rows like any other
+    with pytest.raises(asyncpg.UniqueViolationError):  # one row per season, family and player
+        await conn.execute(row, "2026-12", ann, 0, 0, 0, 0)
+    for season, points, games, wins in (("2026-13", 0, 0, 0), ("26-12", 0, 0, 0),
+                                        ("2026-10", -1, 0, 0), ("2026-10", 0, 1, 2)):
+        with pytest.raises(asyncpg.CheckViolationError):
+            await conn.execute(row, season, bob, points, games, wins, 0)
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        await conn.execute(row, "2026-10", -1, 0, 0, 0, 0)
+    fresh = await conn.fetchrow(
+        "INSERT INTO season_scores (season, family, player_id, updated_at) "
+        "VALUES ('2026-10', 'threes', $1, now()) RETURNING points, games, wins, streak", bob)
+    assert tuple(fresh) == (0, 0, 0, 0)
+    indexes = {r["indexname"]: r["indexdef"] for r in await conn.fetch(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'season_scores'")}
+    assert "(season, family, points DESC, wins DESC, games, player_id)" in indexes[
+        "season_scores_board"]
+    assert "(player_id)" in indexes["season_scores_player"]
+    await conn.execute("DELETE FROM players WHERE id = $1", ann)  # its scores go with it
+    assert await conn.fetchval("SELECT count(*) FROM season_scores WHERE player_id = $1",
+                               ann) == 0
+    assert await conn.fetchval("SELECT count(*) FROM season_scores") == 2

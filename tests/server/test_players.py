@@ -5,7 +5,6 @@ archived transcripts, leaderboards, and a PostgreSQL outage in the middle of a r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from tests.server.conftest import FAST, running
 from tests.support.pg_server import PgServer
 from tests.support.servers import GameClient, ServiceProcess, close_code, play_to_end
 from tests.support.stats_oracle import recompute
+from tests.support.web import account, browser, code, create, eventually, sit
 
 SHORT_GAME = {"preset": "all-fives", "target": 1}  # over after the first hand that scores
 ENV = {**FAST, "BOT_DELAY_MS": "0", "ARCHIVE_SWEEP_S": "1", "LEADERBOARD_REFRESH_S": "0.5"}
@@ -34,58 +34,6 @@ async def svc(redis_url: str, database_url: str) -> AsyncIterator[ServiceProcess
     async with running(ServiceProcess(redis_url, env={**ENV, "DATABASE_URL": database_url})) \
             as process:
         yield process
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(database_url)
-    try:
-        yield conn
-    finally:
-        await conn.close()
-
-
-def browser(service: ServiceProcess) -> httpx.AsyncClient:
-    """A browser-like client: cookies kept, the page's Origin on every request."""
-    return httpx.AsyncClient(base_url=service.url, timeout=20, headers={"Origin": service.url})
-
-
-def code(response: httpx.Response) -> str:
-    return str(response.json()["error"]["code"])
-
-
-@contextlib.asynccontextmanager
-async def account(service: ServiceProcess, name: str) -> AsyncIterator[httpx.AsyncClient]:
-    """A browser logged in to a new account ``name``."""
-    async with browser(service) as web:
-        made = await web.post("/api/accounts", json={"username": name,
-                                                     "password": "long enough"})
-        assert made.status_code == 201, made.text
-        yield web
-
-
-async def sit(web: httpx.AsyncClient, table: str, seat: int | None,
-              name: str = "someone") -> str:
-    joined = await web.post(f"/api/tables/{table}/join", json={"seat": seat, "name": name})
-    assert joined.status_code == 200, joined.text
-    return str(joined.json()["token"])
-
-
-async def create(web: httpx.AsyncClient, **body: Any) -> str:
-    made = await web.post("/api/tables", json={"players": 2, **body})
-    assert made.status_code == 201, made.text
-    return str(made.json()["id"])
-
-
-async def eventually(check: Any, within_s: float = 20.0, what: str = "condition") -> Any:
-    deadline = asyncio.get_running_loop().time() + within_s
-    while True:
-        value = await check()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"no {what} within {within_s}s")
-        await asyncio.sleep(0.1)
 
 
 async def connect(service: ServiceProcess, table: str, token: str | None) -> GameClient:

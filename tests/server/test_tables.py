@@ -134,6 +134,7 @@ async def test_first_version_is_the_whole_waiting_document(tables: TableService)
                   {"name": "Bot", "bot": "greedy", "taken": True, "player": None}],
         "clock": {"kind": None, "deadline": None, "reserve": None},
         "private": False, "result": None, "rated": False, "ratings": None, "next_hand": None,
+        "rematch": None,
         # the deal commitment's value is checked against the revealed seed in test_fair_deal.py
         "commitment": message["ops"][0][2]["table"]["commitment"],
     }
