@@ -27,6 +27,7 @@ from server import inbox
 from server.accounts import players_api
 from server.identity import changing, current_player, pool
 from server.lobby import read_json
+from server.players import unknown_player  # also the answer to a player who is blocked
 from server.protocol import MAX_CHAT
 from server.rejected import Rejected
 from server.seams import AppState, app_state
@@ -43,12 +44,6 @@ MAX_ID = 2**63 - 1  # a message id is a bigint
 
 class BadText(Exception):
     """A message text the chat rules refuse (server.text.chat_text)."""
-
-
-def unknown_player(name: str) -> Rejected:
-    """The answer for a name that does not exist -- and, word for word, for a player who
-    blocked the one asking (server.players.unknown_player)."""
-    return Rejected("unknown_player", f"no player {name!r}", status=404)
 
 
 def not_allowed(message: str) -> Rejected:
