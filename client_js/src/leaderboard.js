@@ -7,6 +7,7 @@ import { currentUser, loadUser } from "./account.js";
 import { api } from "./api.js";
 import { loadMeta } from "./lobby.js";
 import { families, familyLabel, ratingSettings } from "./meta.js";
+import { boardKindTabs } from "./seasons.js";
 import { el, fill } from "./view/dom.js";
 
 export const DEFAULT_FAMILY = "fives";
@@ -18,7 +19,7 @@ export function showLeaderboard(root, family = null) {
   const mine = el("p", { class: "my-rank", "aria-live": "polite", hidden: true });
   const board = el("div", { class: "board-box", "aria-live": "polite" }, "Loading…");
   fill(root, el("section", { class: "panel page-panel leaderboard-page", "data-family": chosen },
-    title, tabs, mine, board));
+    title, boardKindTabs(chosen, "ratings"), tabs, mine, board));
   let stopped = false;
   const drawTabs = (meta) => fill(tabs, ...families(meta).map((f) => el("a", {
     href: `#/leaderboards/${encodeURIComponent(f.name)}`, class: `tab${f.name === chosen ? " current" : ""}`,

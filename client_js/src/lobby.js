@@ -11,6 +11,7 @@ import {
   botLevels, clockChoices, clockFields, defaultLevel, defaultPreset, nameLimits, playerCounts,
   presetChoices, presetLabel, timeoutChoices,
 } from "./meta.js";
+import { quickPlayPanel } from "./quickplay.js";
 import { el, esc, fill } from "./view/dom.js";
 import { uprightTile } from "./view/tiles.js";
 
@@ -31,6 +32,29 @@ export function showLobby(root) {
   const listBox = el("div", { class: "table-list", "aria-live": "polite" }, "Loading tables…");
   const formBox = el("div", { class: "create-box" }, "Loading…");
   let meta = null;
+  // the list's filters and order, kept across refreshes (lobbyTables)
+  const filters = { preset: "", players: "", open: false, sort: "newest" };
+  const filterBox = el("form", { class: "lobby-filters", "aria-label": "filter the tables" });
+  const redraw = () => {
+    if (lastTables && !stopped) renderList(listBox, lobbyTables(lastTables, filters), meta, lastTables.length);
+  };
+  const drawFilters = () => {
+    const presets = presetChoices(meta);
+    const counts = playerCounts(meta).counts;
+    fill(filterBox,
+      field("Game", el("select", { name: "filter-preset", onchange: (e) => { filters.preset = e.target.value; redraw(); } },
+        el("option", { value: "" }, "Any game"),
+        presets.map(([v, label]) => el("option", { value: v, selected: v === filters.preset }, label)))),
+      field("Players", el("select", { name: "filter-players", onchange: (e) => { filters.players = e.target.value; redraw(); } },
+        el("option", { value: "" }, "Any"),
+        counts.map((n) => el("option", { value: n, selected: String(n) === filters.players }, `${n} players`)))),
+      field("Sort by", el("select", { name: "sort", onchange: (e) => { filters.sort = e.target.value; redraw(); } },
+        el("option", { value: "newest", selected: filters.sort === "newest" }, "Newest first"),
+        el("option", { value: "players", selected: filters.sort === "players" }, "Most players"))),
+      el("label", { class: "check" }, el("input", { type: "checkbox", name: "filter-open", checked: filters.open,
+        onchange: (e) => { filters.open = e.target.checked; redraw(); } }), " Open only"));
+  };
+  drawFilters();
   const hero = el("header", { class: "hero" },
     el("div", { class: "hero-tiles", "aria-hidden": "true",
       html: ["5-5", "5-0", "6-4", "3-2"].map((t) => uprightTile(t)).join("") }),
@@ -38,10 +62,12 @@ export function showLobby(root) {
       el("h1", {}, "All Fives and friends"),
       el("p", { class: "muted" },
         "Muggins, Five Up, Fives and Threes, Bergen, Block, Draw: play live with friends or bots, or watch a table.")));
+  const quick = quickPlayPanel();
   fill(root, hero, el("div", { class: "lobby" },
+    quick.node,
     el("section", { class: "panel create" }, el("h1", {}, "New table"), formBox),
     el("section", { class: "panel tables" },
-      el("h2", {}, "Tables"), listBox,
+      el("h2", {}, "Tables"), filterBox, listBox,
       el("button", { type: "button", class: "ghost", onclick: () => refresh() }, "Refresh"))));
   let stopped = false;
   let lastTables = null;
@@ -49,7 +75,8 @@ export function showLobby(root) {
     if (stopped) return;
     meta = loaded;
     fill(formBox, createForm(meta, currentUser()));
-    if (lastTables) renderList(listBox, lastTables, meta);
+    drawFilters();
+    redraw();
   }, (e) => {
     if (!stopped) formBox.textContent = `Could not load the table options: ${e.message}`;
   });
@@ -57,7 +84,7 @@ export function showLobby(root) {
     try {
       const { tables } = await api.listTables();
       lastTables = tables ?? [];
-      if (!stopped) renderList(listBox, lastTables, meta);
+      redraw();
     } catch (e) {
       if (!stopped) listBox.textContent = `Could not load tables: ${e.message}`;
     }
@@ -67,6 +94,7 @@ export function showLobby(root) {
   return () => {
     stopped = true;
     clearInterval(timer);
+    quick.stop();
   };
 }
 
@@ -179,9 +207,27 @@ function field(label, input) {
   return el("label", { class: "field" }, el("span", {}, label), input);
 }
 
-function renderList(box, tables, meta) {
+/** The preset name of a table summary's rules (a name or {"preset": name, ...}). */
+function presetOf(t) {
+  return typeof t.rules === "string" ? t.rules : t.rules?.preset ?? "";
+}
+
+/**
+ * The tables the lobby lists: filtered by game (preset), player count and open only, sorted
+ * newest first or by most players (then newest). Open tables stay ahead of live ones.
+ */
+export function lobbyTables(tables, { preset = "", players = "", open = false, sort = "newest" } = {}) {
+  const kept = tables.filter((t) => (!preset || presetOf(t) === preset)
+    && (!players || String(t.players ?? t.seats?.length) === String(players))
+    && (!open || t.status === "waiting"));
+  const newest = (a, b) => (b.created ?? 0) - (a.created ?? 0);
+  const count = (t) => t.players ?? t.seats?.length ?? 0;
+  return kept.slice().sort(sort === "players" ? (a, b) => count(b) - count(a) || newest(a, b) : newest);
+}
+
+function renderList(box, tables, meta, all = tables.length) {
   if (tables.length === 0) {
-    fill(box, el("p", { class: "muted" }, "No open tables. Create one!"));
+    fill(box, el("p", { class: "muted" }, all ? "No table matches these filters." : "No open tables. Create one!"));
     return;
   }
   const open = tables.filter((t) => t.status === "waiting");
@@ -199,7 +245,8 @@ function renderList(box, tables, meta) {
     if (t.status === "finished") {
       actions.push(el("a", { class: "button ghost", href: `#/replay/${t.id}` }, "Replay"));
     }
-    return el("li", { class: `table-row ${t.status}`, "data-table": t.id },
+    return el("li", { class: `table-row ${t.status}`, "data-table": t.id, "data-preset": presetOf(t),
+      "data-players": t.players ?? seats.length, "data-created": t.created ?? "" },
       el("div", { class: "table-info" },
         el("strong", {}, t.name || t.id), " ",
         el("span", { class: "tag" }, presetLabel(meta, t.rules)), " ",

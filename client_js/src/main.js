@@ -1,10 +1,17 @@
 /**
  * Entry point: routes by URL hash — #/ lobby, #/t/<id>[?invite=code] table,
  * #/replay/<id> replay, #/fair[/<id>] how to check a game's deals, #/login, #/register,
- * #/players/<name> profile, #/leaderboards[/<family>], #/me/tables — and shows the
+ * #/players/<name> profile, #/leaderboards[/<family>], #/seasons/<family>, #/me/tables,
+ * #/friends, #/messages[/<name>] — and shows the
  * connection badge and the account links. Only glue.
  */
 import { drawNav, loadUser, onUserChange, showLogin, showRegister } from "./account.js";
+import { startCommunity } from "./community.js";
+import { showFriends } from "./friends.js";
+import { showMessages } from "./messages.js";
+import { claimRematch } from "./rematch.js";
+import { showSeason } from "./seasons.js";
+import { mountTableInvite } from "./table_invite.js";
 import { showFairPage } from "./fair_page.js";
 import { showLeaderboard } from "./leaderboard.js";
 import { showLobby } from "./lobby.js";
@@ -21,7 +28,7 @@ const BADGE_TEXT = {
   connecting: "Connecting…", online: "Online", reconnecting: "Reconnecting…", offline: "Offline",
 };
 /** Pages drawn from who is logged in: drawn again when that changes. */
-const BY_USER = new Set(["lobby", "me", "leaderboards", "players"]);
+const BY_USER = new Set(["lobby", "me", "leaderboards", "players", "friends", "messages", "seasons"]);
 let teardown = () => {};
 let page = "lobby";
 let current = location.hash || "#/";
@@ -50,9 +57,15 @@ function route() {
   page = parts[0] ?? "lobby";
   if (parts[0] === "t" && parts[1]) {
     setBadge("connecting");
-    teardown = showTable(app, arg(1), {
-      invite: params.get("invite"), onConnection: setBadge,
+    const id = arg(1);
+    const stopTable = showTable(app, id, {
+      invite: params.get("invite"), onConnection: setBadge, onRematch: claimRematch,
     });
+    const stopInvite = mountTableInvite(app, id, params.get("invite"));
+    teardown = () => {
+      stopInvite();
+      stopTable();
+    };
   } else if (parts[0] === "replay" && parts[1]) {
     teardown = showReplay(app, arg(1));
   } else if (parts[0] === "fair") {
@@ -65,6 +78,12 @@ function route() {
     teardown = showProfile(app, arg(1));
   } else if (parts[0] === "leaderboards") {
     teardown = showLeaderboard(app, arg(1));
+  } else if (parts[0] === "friends") {
+    teardown = showFriends(app);
+  } else if (parts[0] === "messages") {
+    teardown = showMessages(app, arg(1));
+  } else if (parts[0] === "seasons") {
+    teardown = showSeason(app, arg(1), params.get("season"));
   } else if (parts[0] === "me" && parts[1] === "tables") {
     teardown = showMyTables(app);
   } else {
@@ -83,5 +102,6 @@ onUserChange((user, before) => {
 
 document.body.insertAdjacentHTML("afterbegin", tileDefs());
 window.addEventListener("hashchange", route);
+startCommunity();
 loadUser();
 route();

@@ -12,6 +12,8 @@ import { familyLabel, families, presetLabel, ratingSettings } from "./meta.js";
 import {
   dateText, outcomeText, ratingText, scoreLine, signed, statRows, withStart,
 } from "./ratings.js";
+import { followControl } from "./profile_social.js";
+import { seasonFinishes } from "./seasons.js";
 import { el, fill } from "./view/dom.js";
 
 const PAGE = 20;
@@ -46,12 +48,14 @@ function draw(box, p, meta, stopped) {
     el("header", { class: "panel profile-head" },
       el("h1", { class: "player-name" }, p.name, self ? el("span", { class: "tag" }, "you") : null),
       el("p", { class: "muted joined" }, `Joined ${dateText(p.joined)}`),
+      self ? null : followControl(p.name),
       el("ul", { class: "rating-summary" }, shown.filter((f) => p.ratings?.[f]).map((f) =>
         el("li", { "data-family": f }, el("span", {}, familyLabel(meta, f)), " ",
           el("strong", { class: "rating" }, ratingText(p.ratings[f])))))),
     cards.length
       ? el("div", { class: "family-cards" }, cards)
       : el("p", { class: "panel muted" }, "No finished games yet."),
+    seasonFinishes(p.seasons, meta),
     el("section", { class: "panel recent" }, el("h2", {}, "Recent games"), games, moreError, more));
 
   const seen = new Set();

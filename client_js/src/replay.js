@@ -2,7 +2,8 @@
  * The replay viewer (#/replay/<id>): steps through a finished game move by move from
  * GET /api/tables/{id}/replay (the spectator view after each move). Buttons, a slider
  * and the arrow keys move through it; the board is drawn by the same view code as a
- * live table.
+ * live table. Autoplay steps on by itself; "next hand" jumps to the next hand's first view;
+ * once the game is over every hand's summary is shown.
  */
 import { api } from "./api.js";
 import { boardSvg, boxFor } from "./view/board.js";
@@ -20,9 +21,32 @@ export function showReplay(root, id) {
   const summary = el("div", { class: "replay-summary" });
   const slider = el("input", { type: "range", min: 0, max: 0, value: 0, "aria-label": "move" });
   const counter = el("span", { class: "counter" });
+  let autoplay = null;
   const go = (i) => {
     at = Math.max(0, Math.min(views.length - 1, i));
+    if (autoplay !== null && at >= views.length - 1) stopAutoplay();
     draw();
+  };
+  const play = el("button", { type: "button", class: "ghost autoplay", "aria-pressed": "false",
+    "aria-label": "autoplay", title: "autoplay", onclick: () => (autoplay === null ? startAutoplay() : stopAutoplay()) },
+  "▶ Play");
+  function startAutoplay() {
+    if (at >= views.length - 1) go(0);
+    autoplay = setInterval(() => go(at + 1), 700);
+    play.setAttribute("aria-pressed", "true");
+    play.textContent = "❚❚ Pause";
+  }
+  function stopAutoplay() {
+    clearInterval(autoplay);
+    autoplay = null;
+    play.setAttribute("aria-pressed", "false");
+    play.textContent = "▶ Play";
+  }
+  /** The first view of the hand after the one shown (the last view when none follows). */
+  const nextHand = () => {
+    const round = views[at]?.round ?? 0;
+    const i = views.findIndex((v, k) => k > at && v.round > round);
+    go(i < 0 ? views.length - 1 : i);
   };
   const btn = (label, icon, f) => el("button", { type: "button", class: "ghost", "aria-label": label,
     title: label, onclick: f, html: `<svg viewBox="0 0 16 16" aria-hidden="true">${icon}</svg>` });
@@ -34,6 +58,8 @@ export function showReplay(root, id) {
     slider,
     btn("next move", right, () => go(at + 1)),
     btn("last move", `${right}<rect x="12" y="2" width="2" height="12"/>`, () => go(views.length - 1)),
+    play,
+    el("button", { type: "button", class: "ghost next-hand", onclick: nextHand }, "Next hand ⏭"),
     counter);
   slider.addEventListener("input", () => go(Number(slider.value)));
   const onKey = (e) => {
@@ -73,9 +99,10 @@ export function showReplay(root, id) {
       v.game_over ? el("strong", { class: "final-tag" }, "Final") : null);
     fill(counts, ...v.hand_counts.map((n, seat) =>
       el("li", { class: v.turn === seat ? "turn" : "" }, el("span", {}, name(seat)), el("strong", {}, n))));
-    // the hand of this view is over: show how it ended
-    summary.innerHTML = (v.rounds?.length ?? 0) > v.round
-      ? roundSummary(v.rounds[v.round], v.round, v, name) : "";
+    // the game is over: every hand; else the hand of this view, once it is over
+    summary.innerHTML = v.game_over && v.rounds?.length
+      ? `<section class="replay-all"><h3>All hands</h3>${v.rounds.map((r, k) => roundSummary(r, k, v, name)).join("")}</section>`
+      : (v.rounds?.length ?? 0) > v.round ? roundSummary(v.rounds[v.round], v.round, v, name) : "";
     fill(scores, ...v.sides.map((side, k) =>
       el("li", { class: "side-score" }, el("span", {}, side.map(name).join(" & ")),
         el("strong", {}, v.scores[k]))));
@@ -94,5 +121,8 @@ export function showReplay(root, id) {
         ? "The replay opens when the game is over." : `Could not load the replay: ${e.message}`;
     }
   })();
-  return () => document.removeEventListener("keydown", onKey);
+  return () => {
+    stopAutoplay();
+    document.removeEventListener("keydown", onKey);
+  };
 }

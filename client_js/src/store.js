@@ -26,6 +26,7 @@ export function initialState(tableId = null) {
     error: null,
     chat: [],
     presence: [],
+    watching: null, // spectators watching, when the presence frame says (`spectators`)
     duplicates: 0,
     broken: false,
   };
@@ -126,7 +127,10 @@ export function reduce(state, msg) {
       return { ...state, chat: state.chat.concat([line]).slice(-CHAT_LIMIT) };
     }
     case "presence":
-      return { ...state, presence: Array.isArray(msg.online) ? msg.online : [] };
+      return {
+        ...state, presence: Array.isArray(msg.online) ? msg.online : [],
+        watching: presenceCount(msg),
+      };
     case "pong":
       return state;
     // local actions
@@ -163,6 +167,13 @@ function reduceDiff(state, msg) {
     return { ...state, gap: state.v, broken: true };
   }
   return { ...state, v: msg.v, doc, gap: null, ev: msg.ev ?? [] };
+}
+
+/** The spectators a presence frame counts (`spectators`, a number or a list), else null. */
+function presenceCount(msg) {
+  const n = msg.spectators ?? msg.watching;
+  if (Array.isArray(n)) return n.length;
+  return Number.isInteger(n) && n >= 0 ? n : null;
 }
 
 /** The version a `hello`/`sync` should send: the one held, or null for a snapshot. */

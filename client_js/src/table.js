@@ -11,7 +11,18 @@ import { api, forgetSeat, playerName, savedSeat, saveSeat, setPlayerName } from 
 import { checkDeal, rememberCommitment, seenCommitment } from "./fair.js";
 import { TableSocket } from "./socket.js";
 import { canMove, initialState, playsByTile, reduce, sinceVersion } from "./store.js";
+import { loadMeta } from "./lobby.js";
+import { gameInfo } from "./rules_panel.js";
 import { TableView } from "./view/table.js";
+
+const AUTO_DRAW_KEY = "dominoes.autoDraw";
+function savedAutoDraw() {
+  try {
+    return localStorage.getItem(AUTO_DRAW_KEY) === "1";
+  } catch {
+    return false;
+  }
+}
 
 let moveCounter = 0;
 const newMoveId = () =>
@@ -23,18 +34,30 @@ function wsUrl() {
 }
 
 /** Shows table `id` in `root`; returns a function that tears it down. */
-export function showTable(root, id, { invite = null, onConnection = () => {} } = {}) {
+export function showTable(root, id, { invite = null, onConnection = () => {}, onRematch = () => {} } = {}) {
   let state = initialState(id);
   const ui = {
     selected: null, seenRounds: null, invite, name: playerName(), joinError: null,
     fair: null, // the fair-deal check of the finished game (fair.js checkDeal), once started
+    meta: null, // GET /api/meta: the presets' labels and key rules
+    gameLabel: null, // the preset's label ("Bergen")
+    autoDraw: savedAutoDraw(), // keep drawing while drawing is all `legal` offers
+    viewFrom: null, // the seat a spectator watches from (at the bottom)
+    closedDialog: null, // the dialog closed to look at the board (view/dialogs.js dialogKey)
+    readySent: null, // the hand after which this seat said it is ready
   };
+  let pausedAfter = null; // the hand the table is paused after (table.next_hand), or null
+  let autoDrawTimer = null;
   let noted = seenCommitment(id); // the commitment seen while the game was on
   let resumeTo = null;
   let socket = null;
   let view = null;
 
-  const render = () => view.update(state, { ...ui });
+  const render = () => {
+    const rules = state.doc?.game?.rules;
+    ui.gameLabel = rules ? gameInfo(ui.meta, rules, state.doc.game.players).label : null;
+    view.update(state, { ...ui });
+  };
 
   function dispatch(msg) {
     state = reduce(state, msg);
@@ -77,10 +100,22 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
 
   function afterChange() {
     watchDeal();
+    // the rematch table is made: a seated player claims the new seat and moves there
+    if (state.doc?.table?.rematch?.table && state.seat !== null && state.seat !== undefined) onRematch(id);
     const game = state.doc?.game;
     // The first document seen: earlier hand summaries are history, not news.
     if (ui.seenRounds === null && game) ui.seenRounds = game.rounds?.length ?? 0;
     if (ui.selected && !(canMove(state) && ui.selected in playsByTile(game))) ui.selected = null;
+    const paused = state.doc?.table?.next_hand && game && (game.turn === null || game.turn === undefined)
+      ? (game.rounds?.length ?? 0) : null;
+    if (pausedAfter !== null && paused === null && !game?.game_over) {
+      // the next hand was dealt: the pause's summary has been seen
+      ui.seenRounds = game?.rounds?.length ?? ui.seenRounds;
+      ui.readySent = null;
+      if (ui.closedDialog?.startsWith("between:")) ui.closedDialog = null;
+    }
+    pausedAfter = paused;
+    keepDrawing();
     if (state.pending && resumeTo !== null && state.v !== null && state.v >= resumeTo) {
       // caught up after a reconnect: resend a move nobody answered, or drop it
       const p = state.pending;
@@ -90,6 +125,20 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
     } else if (resumeTo !== null && state.v !== null && state.v >= resumeTo) {
       resumeTo = null;
     }
+  }
+
+  /** "Draw until playable": while drawing is all the legal list offers, draw again. */
+  function keepDrawing() {
+    const legal = state.doc?.game?.legal ?? [];
+    if (!ui.autoDraw || autoDrawTimer !== null || !canMove(state)) return;
+    if (!(legal.length > 0 && legal.every((m) => m.draw))) return;
+    autoDrawTimer = setTimeout(() => {
+      autoDrawTimer = null;
+      const now = state.doc?.game?.legal ?? [];
+      if (ui.autoDraw && canMove(state) && now.length > 0 && now.every((m) => m.draw)) {
+        sendMove({ draw: true });
+      }
+    }, 350);
   }
 
   function connect() {
@@ -157,6 +206,30 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
       ui.seenRounds = state.doc?.game?.rounds?.length ?? ui.seenRounds;
       render();
     },
+    autoDraw(on) {
+      ui.autoDraw = Boolean(on);
+      try {
+        localStorage.setItem(AUTO_DRAW_KEY, on ? "1" : "0");
+      } catch {
+        // private mode: the toggle lasts for this page only
+      }
+      keepDrawing();
+      render();
+    },
+    viewFrom(seat) {
+      ui.viewFrom = Number.isInteger(seat) ? seat : null;
+      render();
+    },
+    closeDialog(key) {
+      ui.closedDialog = key ?? null;
+      render();
+    },
+    ready() {
+      const k = (state.doc?.game?.rounds?.length ?? 0) - 1;
+      if (state.seat === null || !state.doc?.table?.next_hand) return;
+      if (socket.send({ t: "ready" })) ui.readySent = k;
+      render();
+    },
     setName(name) {
       // kept so that a redrawn waiting room shows what was typed
       ui.name = name;
@@ -195,7 +268,15 @@ export function showTable(root, id, { invite = null, onConnection = () => {} } =
   view = new TableView(root, actions);
   connect();
   render();
+  let gone = false;
+  loadMeta().then((meta) => {
+    if (gone) return;
+    ui.meta = meta;
+    render();
+  }, () => {});
   return () => {
+    gone = true;
+    clearTimeout(autoDrawTimer);
     socket?.close();
     view.destroy();
   };

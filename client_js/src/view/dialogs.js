@@ -7,6 +7,7 @@
 import { currentUser } from "../account.js";
 import { ratingChanges, ratingText } from "../ratings.js";
 import { el, esc, fill } from "./dom.js";
+import { rematchSection } from "./rematch.js";
 import { roundSummary } from "./summary.js";
 
 /** Fills the waiting room `w`; hidden unless the table waits for players. */
@@ -54,11 +55,40 @@ export function drawWaitingRoom(w, { table, game, state, ui, actions, name }) {
       : null);
 }
 
-/** Shows the game-over screen, or the summary of a hand not yet seen, in overlay `o`. */
+/**
+ * Which dialog the table shows now: "over" (the game-over screen), "between:<k>" (hand k is
+ * over and the table waits for the next deal: `table.next_hand`), "round:<k>" (the summary of
+ * hand k, not yet dismissed, once the next hand is dealt) or null.
+ */
+export function dialogKey(game, table, ui) {
+  const rounds = game?.rounds ?? [];
+  if (game?.game_over || (game && table?.status === "finished")) return "over";
+  if (game && table?.next_hand && (game.turn === null || game.turn === undefined) && rounds.length) {
+    return `between:${rounds.length - 1}`;
+  }
+  if (!game || ui.seenRounds === null || rounds.length <= ui.seenRounds) return null;
+  return `round:${rounds.length - 1}`;
+}
+
+/**
+ * Shows the game-over screen, the pause between hands (the hand's summary, the countdown to
+ * the next deal, who is ready and the Ready button) or the summary of a hand not yet seen,
+ * in overlay `o`. A dialog the player closed (to look at the board) leaves a button that
+ * opens it again.
+ */
 export function drawDialog(o, { game, table, ui, state, name }) {
   const rounds = game?.rounds ?? [];
   const result = table?.result ?? null;
-  if (game?.game_over || (game && table?.status === "finished")) {
+  const key = dialogKey(game, table, ui);
+  o.classList.toggle("collapsed", Boolean(key) && ui.closedDialog === key);
+  if (key && ui.closedDialog === key) {
+    const words = key === "over" ? "Show the result" : "Show the hand's summary";
+    o.hidden = false;
+    o.innerHTML = `<button type="button" class="primary reopen" data-reopen>${words}</button>`;
+    return;
+  }
+  const close = `<button type="button" class="ghost close-dialog" data-close="${esc(key)}">Look at the board</button>`;
+  if (key === "over") {
     const w = game.game_over ? game.winner : result?.winner ?? null;
     const how = result?.reason === "forfeit" && result.seat !== undefined
       ? `<p class="reason">${esc(name(result.seat))} ran out of time and forfeited.</p>`
@@ -74,23 +104,54 @@ export function drawDialog(o, { game, table, ui, state, name }) {
 <p class="winner">${winners === null ? "No winner" : `${esc(winners)} won`}</p>
 <ul class="final final-scores">${scores}</ul>
 ${ratingSection(table, name)}
+${rematchSection(table, state, name)}
 ${rounds.length ? roundSummary(rounds.at(-1), rounds.length - 1, game, name) : ""}
 ${fairDeal(ui.fair, table, ui.invite)}
-<p class="dialog-actions"><a class="button primary" href="#/replay/${esc(table?.id)}">Watch the replay</a>
+<p class="dialog-actions">${close}<a class="button primary" href="#/replay/${esc(table?.id)}">Watch the replay</a>
 ${profileLink()}<a class="button ghost" href="#/">Lobby</a></p></div>`;
     return;
   }
-  if (ui.seenRounds === null || rounds.length <= ui.seenRounds) {
+  if (key === null) {
     o.hidden = true;
     o.innerHTML = "";
     return;
   }
   const k = rounds.length - 1;
   o.hidden = false;
+  if (key.startsWith("between:")) {
+    const next = table.next_hand;
+    const ready = new Set(next.ready ?? []);
+    const online = state.presence ?? [];
+    const seats = (table.seats ?? []).map((s, i) => {
+      const words = s?.bot ? "bot" : ready.has(i) ? "ready" : online[i] ? "not ready yet" : "away";
+      return `<li data-seat="${i}" class="${ready.has(i) ? "is-ready" : ""}"><span>${esc(name(i))}</span> <em>${words}</em></li>`;
+    }).join("");
+    const seated = state.seat !== null && state.seat !== undefined;
+    const iAmReady = seated && (ready.has(state.seat) || ui.readySent === k);
+    const readyButton = !seated ? ""
+      : iAmReady ? `<span class="ready-wait" role="status">Waiting for others…</span>`
+        : `<button type="button" class="primary" data-ready>Ready</button>`;
+    o.innerHTML = `<div class="dialog between-hands" role="dialog" aria-label="hand summary">
+${roundSummary(rounds[k], k, game, name)}
+<section class="next-hand"><h3>Next hand</h3>
+<p class="countdown" data-deadline="${Number(next.deadline) || ""}">${countdownText(next.deadline)}</p>
+<ul class="ready-list">${seats}</ul></section>
+<p class="dialog-actions">${close}${readyButton}</p></div>`;
+    const focus = o.querySelector("[data-ready]") ?? o.querySelector("[data-close]");
+    if (!o.contains(document.activeElement)) focus?.focus();
+    return;
+  }
   o.innerHTML = `<div class="dialog" role="dialog" aria-label="hand summary">
 ${roundSummary(rounds[k], k, game, name)}
 <p class="dialog-actions"><button type="button" class="primary" data-dismiss>Next hand</button></p></div>`;
   o.querySelector("[data-dismiss]")?.focus();
+}
+
+/** "Next hand in 0:18" until `deadline` (ms since the epoch), then "Dealing…". */
+export function countdownText(deadline, now = Date.now()) {
+  const left = Math.ceil(((Number(deadline) || 0) - now) / 1000);
+  if (!deadline || left <= 0) return "Dealing…";
+  return `Next hand in ${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}`;
 }
 
 /** The logged-in player's profile, from the game-over dialog (the header is under it). */

@@ -6,11 +6,18 @@
  * User intents go to the `actions` callbacks; nothing here talks to the network.
  */
 import { playsByTile, canMove } from "../store.js";
-import { boardSvg, boxFor } from "./board.js";
-import { el, fill, formatClock, seatLabel } from "./dom.js";
+import { boardSvg, boxFor, BoardZoom } from "./board.js";
+import { el, fill, seatLabel } from "./dom.js";
+import { clockText, clockTitle, seatClock } from "../clock_format.js";
+import { armSound, isMuted, playSound, setMuted } from "../sound.js";
 import { tileBack, uprightTile } from "./tiles.js";
 import { drawDialog, drawWaitingRoom } from "./dialogs.js";
 import { ratingText } from "../ratings.js";
+import { FeedbackView } from "./feedback.js";
+import { countersShown } from "../why.js";
+
+const CHAT_ICON = `<svg class="icon" viewBox="0 0 16 16" aria-hidden="true"><path d="M2 2h12a1 1 0 0 1 1 1v8a1 1 0 0 1-1 1H7l-3.5 3v-3H2a1 1 0 0 1-1-1V3a1 1 0 0 1 1-1z"/></svg>`;
+const SOUND_ICON = `<svg class="icon" viewBox="0 0 16 16" aria-hidden="true"><path d="M2 6h3l4-3.5v11L5 10H2z"/><path class="waves" d="M11 5.2a4 4 0 0 1 0 5.6M12.8 3.4a6.5 6.5 0 0 1 0 9.2" fill="none" stroke="currentColor" stroke-width="1.4" stroke-linecap="round"/><path class="cross" d="M11 5.5l4 5m0-5l-4 5" fill="none" stroke="currentColor" stroke-width="1.4" stroke-linecap="round"/></svg>`;
 
 const MOVE_WORDS = {
   not_your_turn: "It is not your turn.",
@@ -35,8 +42,26 @@ export class TableView {
       chatLog: el("ol", { class: "chat-log", "aria-live": "polite" }),
       overlay: el("div", { class: "overlay", hidden: true }),
       waiting: el("div", { class: "waiting panel", hidden: true }),
+      // phones: the chat is a sheet behind this button, with a count of unread lines
+      chatBadge: el("span", { class: "badge", hidden: true, "aria-hidden": "true" }),
+      chatToggle: el("button", { type: "button", class: "ghost tool chat-toggle", "aria-label": "chat",
+        "aria-controls": "table-chat", "aria-expanded": "false", title: "chat", html: CHAT_ICON }),
+      chatClose: el("button", { type: "button", class: "ghost tool chat-close", "aria-label": "close the chat" },
+        "×"),
+      soundToggle: el("button", { type: "button", class: "ghost tool sound-toggle", html: SOUND_ICON }),
     };
     const d = this.dom;
+    d.chatToggle.append(d.chatBadge);
+    d.corner = el("div", { class: "table-corner" }, d.soundToggle, d.chatToggle);
+    this.unread = 0;
+    this.chatSeen = null;
+    d.chatToggle.addEventListener("click", () => this.openChat(!this.page.classList.contains("chat-open")));
+    d.chatClose.addEventListener("click", () => this.openChat(false));
+    d.soundToggle.addEventListener("click", () => {
+      setMuted(!isMuted());
+      this.drawSoundToggle();
+    });
+    armSound();
     const chatForm = el("form", { class: "chat-form" },
       el("input", { name: "text", maxlength: 200, placeholder: "Say something…",
         "aria-label": "chat message", autocomplete: "off" }),
@@ -48,12 +73,16 @@ export class TableView {
       chatForm.text.value = "";
     });
     this.page = el("div", { class: "table-page" },
-      el("section", { class: "felt" }, d.seats, d.waiting, d.board, d.info),
-      el("section", { class: "me" }, d.me, d.hand, d.buttons, d.notice),
+      // the felt and the player's hand fill one screen; the side panels follow
+      el("div", { class: "play" },
+        el("section", { class: "felt" }, d.seats, d.waiting, d.board, d.info),
+        el("section", { class: "me" }, el("div", { class: "me-row" }, d.me, d.corner), d.hand, d.buttons, d.notice)),
       el("aside", { class: "side" }, d.scores,
         el("details", { class: "panel", open: true }, el("summary", {}, "This hand"), d.history),
-        el("div", { class: "panel chat" }, el("h2", {}, "Chat"), d.chatLog, chatForm)),
+        el("div", { class: "panel chat", id: "table-chat" }, el("h2", {}, "Chat", d.chatClose), d.chatLog,
+          chatForm)),
       d.overlay);
+    this.drawSoundToggle();
     fill(root, this.page);
     d.hand.addEventListener("keydown", (e) => this.handKeys(e));
     d.hand.addEventListener("click", (e) => {
@@ -79,13 +108,76 @@ export class TableView {
       if (this.last) this.update(...this.last);
     });
     this.resize.observe(d.board);
+    this.zoom = new BoardZoom(d.board);
+    // the play area is one screen tall less the header: tell the style sheet its height
+    const bar = document.querySelector(".topbar");
+    this.barSize = new ResizeObserver(() => document.documentElement.style
+      .setProperty("--topbar-h", `${bar?.offsetHeight ?? 0}px`));
+    if (bar) this.barSize.observe(bar);
     this.clockTimer = setInterval(() => this.tickClocks(), 500);
+    this.feedback = new FeedbackView(this, actions); // feedback.js: the table explains itself
   }
 
   destroy() {
     document.title = "All Fives";
     this.resize.disconnect();
     clearInterval(this.clockTimer);
+    this.barSize.disconnect();
+    this.zoom.destroy();
+  }
+
+  drawSoundToggle() {
+    const muted = isMuted();
+    const b = this.dom.soundToggle;
+    b.setAttribute("aria-pressed", muted ? "true" : "false");
+    b.setAttribute("aria-label", "mute sounds");
+    b.title = muted ? "sounds off" : "sounds on";
+    b.classList.toggle("muted", muted);
+  }
+
+  openChat(open) {
+    this.page.classList.toggle("chat-open", open);
+    this.dom.chatToggle.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) {
+      this.markChatRead();
+      this.page.querySelector(".chat-form input")?.focus();
+    }
+  }
+
+  /** The chat is in sight: on a wide screen (no chat button) or opened on a phone. */
+  chatInSight() {
+    return this.page.classList.contains("chat-open") || this.dom.chatToggle.offsetParent === null;
+  }
+
+  markChatRead() {
+    this.chatSeen = this.last?.[0]?.chat?.length ?? 0;
+    this.unread = 0;
+    this.drawBadge();
+  }
+
+  drawBadge() {
+    const b = this.dom.chatBadge;
+    b.hidden = this.unread === 0;
+    b.textContent = this.unread > 9 ? "9+" : String(this.unread);
+    this.dom.chatToggle.setAttribute("aria-label", this.unread ? `chat, ${this.unread} unread` : "chat");
+  }
+
+  /** Sounds for what a new version brought: the hand over, a tile played, our turn. */
+  sounds(state) {
+    if (state.v === this.soundV) return;
+    const first = this.soundV === undefined || this.soundV === null;
+    this.soundV = state.v;
+    const mine = canMove(state);
+    const wasMine = this.wasMine;
+    this.wasMine = mine;
+    if (first) return;
+    const ev = state.ev ?? [];
+    if (ev.some((e) => e.type === "hand_end" || e.type === "game_end")) {
+      playSound("hand");
+      return;
+    }
+    if (ev.some((e) => e.type === "play")) playSound("play");
+    if (mine && !wasMine) setTimeout(() => playSound("turn"), 180);
   }
 
   /** Runs `draw` when any of `deps` changed since the last call for `key`. */
@@ -105,10 +197,11 @@ export class TableView {
     this.page.dataset.v = state.v ?? "";
     this.page.classList.toggle("spectator", state.seat === null);
     this.page.classList.toggle("my-turn", canMove(state));
-    const name = table?.name ? `${table.name} · All Fives` : "All Fives";
+    const game_label = ui.gameLabel ?? "All Fives";
+    const name = table?.name ? `${table.name} · ${game_label}` : game_label;
     document.title = canMove(state) ? `● Your turn · ${name}` : name;
     this.region("waiting", [table, game, ui.joinError], () => this.drawWaiting(table, game, state, ui));
-    this.region("seats", [table, game, state.presence, state.seat], () => this.drawSeats(state));
+    this.region("seats", [table, game, state.presence, state.seat, ui.viewFrom], () => this.drawSeats(state));
     this.region("board", [game?.layout, ui.selected, state.pending],
       () => this.drawBoard(game, ui));
     this.region("info", [game, state.ev], () => this.drawInfo(game, table));
@@ -123,9 +216,11 @@ export class TableView {
     this.region("history", [game?.history, table?.seats], () => this.drawHistory(game, table));
     this.region("chat", [state.chat], () => this.drawChat(state.chat));
     this.region("overlay", [game?.rounds, game?.game_over, ui.seenRounds, table?.seats, table?.status, ui.fair,
-      table?.ratings],
+      table?.ratings, table?.next_hand, ui.closedDialog, ui.readySent, state.seat, state.presence, table?.rematch],
       () => this.drawOverlay(game, table, ui, state));
     this.tickClocks();
+    this.sounds(state);
+    this.feedback.update(state, ui);
   }
 
   seatName(table, seat) {
@@ -147,6 +242,7 @@ export class TableView {
       const count = game?.hand_counts?.[i];
       const online = s?.bot ? true : Boolean(presence[i]);
       const turn = game && game.turn === i && !game.game_over;
+      const side = (game?.sides ?? []).findIndex((members) => members.includes(i));
       const backs = count !== undefined && i !== mySeat
         ? el("span", { class: "backs", html: tileBack().repeat(Math.min(count, 9)) }) : null;
       return el("div", { class: `seat-chip${turn ? " turn" : ""}`, "data-seat": i },
@@ -157,11 +253,14 @@ export class TableView {
           ? "rating (provisional: few rated games yet)" : "rating" }, ratingText(s.player)) : null,
         count !== undefined ? el("span", { class: "count", title: "tiles in hand" }, `${count}`) : null,
         backs,
-        el("span", { class: "clock", "data-clock-seat": i }));
+        side >= 0 ? el("span", { class: "score", title: "score", "data-side": side },
+          el("span", { class: "label" }, "pts "), `${game.scores?.[side] ?? 0}`) : null,
+        // a bot never runs out of time: only seats played by people have a clock
+        table.clock?.kind && !s?.bot ? el("span", { class: "clock", "data-clock-seat": i }) : null);
     };
     // around the table as seen from the bottom seat (a spectator looks from seat 0):
     // play passes to the left, so the next seat is on the left, then across, then right
-    const bottom = mySeat ?? 0;
+    const bottom = mySeat ?? Math.min(this.last?.[1]?.viewFrom ?? 0, Math.max(0, n - 1));
     const others = Array.from({ length: Math.max(0, n - 1) }, (_, k) => (bottom + 1 + k) % n);
     const places = n === 2 ? ["top"] : n === 3 ? ["left", "right"] : ["left", "top", "right"];
     const placed = (i, k) => {
@@ -188,7 +287,9 @@ export class TableView {
     const box = boxFor(b.clientWidth || 600, b.clientHeight || 400);
     const grown = (game.layout?.length ?? 0) > (this.layoutSize ?? Infinity);
     this.layoutSize = game.layout?.length ?? 0;
+    if ((game.layout?.length ?? 0) === 0) this.zoom.reset(); // a new hand
     b.innerHTML = boardSvg(game.layout, { box, candidates, last, fresh: grown });
+    this.zoom.apply();
     b.classList.toggle("choosing", candidates.length > 0);
   }
 
@@ -198,21 +299,11 @@ export class TableView {
       return;
     }
     const last = game.history?.at(-1);
-    const scored = (this.last?.[0]?.ev ?? []).filter((e) => e.type === "play" && e.points > 0);
-    const timeouts = (this.last?.[0]?.ev ?? []).filter((e) => e.type === "timeout");
-    const news = [...timeouts, ...scored].map((e) => (e.type === "timeout"
-      ? `${this.seatName(table, e.seat)}: time is up`
-      : `${this.seatName(table, e.seat)} +${e.points}`));
-    if (news.length) {
-      // one pop-up at a time: a newer one replaces the last
-      this.dom.board.parentElement.querySelectorAll(".score-pop").forEach((p) => p.remove());
-      const pop = el("div", { class: "score-pop", "aria-hidden": "true" }, news.join(" · "));
-      pop.addEventListener("animationend", () => pop.remove());
-      this.dom.board.parentElement.append(pop);
-    }
+    // the score pop (anchored at the scoring end, with its sum) is feedback.js's
+    const shown = countersShown(game.rules ?? {});
     fill(this.dom.info,
-      el("span", { class: "ends" }, "Ends ", el("strong", { class: "end-total" }, game.end_total ?? 0)),
-      el("span", { class: "boneyard" }, "Boneyard ", el("strong", {}, game.boneyard ?? 0)),
+      shown.ends ? el("span", { class: "ends" }, "Ends ", el("strong", { class: "end-total" }, game.end_total ?? 0)) : null,
+      shown.boneyard ? el("span", { class: "boneyard" }, "Boneyard ", el("strong", {}, game.boneyard ?? 0)) : null,
       el("span", { class: "round" }, `Hand ${(game.round ?? 0) + 1}`),
       last ? el("span", { class: "last-move" }, describeMove(last, table, this)) : null);
   }
@@ -350,6 +441,16 @@ export class TableView {
     fill(this.dom.chatLog, ...chat.map((c) =>
       el("li", {}, el("b", {}, c.name || (c.seat === null ? "spectator" : `Seat ${c.seat + 1}`)), " ", c.text)));
     this.dom.chatLog.scrollTop = this.dom.chatLog.scrollHeight;
+    // lines arriving while the chat is out of sight (a phone's closed sheet) are unread
+    const mySeat = this.last?.[0]?.seat ?? null;
+    if (this.chatSeen === null || chat.length < this.chatSeen || this.chatInSight()) {
+      this.chatSeen = chat.length;
+      this.unread = 0;
+    } else {
+      this.unread += chat.slice(this.chatSeen).filter((c) => mySeat === null || c.seat !== mySeat).length;
+      this.chatSeen = chat.length;
+    }
+    this.drawBadge();
   }
 
   drawOverlay(game, table, ui, state) {
@@ -358,19 +459,25 @@ export class TableView {
 
   /** Updates the countdown of the seat to move from the document's clock deadline. */
   tickClocks() {
-    const doc = this.last?.[0]?.doc;
+    const state = this.last?.[0];
+    const doc = state?.doc;
     const clock = doc?.table?.clock;
-    const turn = doc?.game?.turn;
+    const seats = doc?.table?.seats ?? [];
+    const turn = doc?.game?.turn ?? null;
+    const over = Boolean(doc?.game?.game_over);
+    const now = Date.now();
     for (const span of this.page.querySelectorAll("[data-clock-seat]")) {
       const seat = Number(span.dataset.clockSeat);
-      if (clock?.deadline && seat === turn && !doc.game.game_over) {
-        const left = clock.deadline - Date.now();
-        span.textContent = formatClock(left);
-        span.classList.toggle("low", left < 10000);
-      } else {
-        const reserve = clock?.reserve?.[seat];
-        span.textContent = reserve !== undefined && reserve !== null ? formatClock(reserve) : "";
-        span.classList.remove("low");
+      // realtime: the move time left, then the reserve ("0:05 + 1:55"); low (red) near the end
+      const c = seatClock(clock, seat, { turn, bot: Boolean(seats[seat]?.bot), over, now });
+      const text = clockText(c);
+      if (span.textContent !== text) span.textContent = text;
+      span.title = clockTitle(c);
+      span.classList.toggle("low", Boolean(c?.low));
+      span.classList.toggle("running", Boolean(c?.running));
+      if (c?.low && seat === state.seat && this.lowWarned !== clock.deadline) {
+        this.lowWarned = clock.deadline;
+        playSound("low");
       }
     }
   }
