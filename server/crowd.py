@@ -28,7 +28,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
 redis.call('PEXPIREAT', KEYS[1], ARGV[4])
-return 1
+return redis.call('ZCARD', KEYS[1])
 """
 _CHAT_LUA = """
 -- KEYS: 1 chat budget (hash tokens, stamp), 2 watchers; ARGV: 1 rate per s, 2 burst,
@@ -81,9 +81,10 @@ class Crowd:
 
     # ---- spectator slots -----------------------------------------------------------------
 
-    async def admit(self, conn: Connection) -> None:
+    async def admit(self, conn: Connection) -> int:
         """Count `conn` (a spectator) against its address and its table; Rejected
-        `too_many_spectators` (nothing counted) when either is at its cap."""
+        `too_many_spectators` (nothing counted) when either is at its cap. Returns the
+        table's spectators, this one included."""
         address = conn.address
         if self.by_address.get(address, 0) >= self.settings.max_spectators_per_address:
             self.metrics.spectators_refused.labels(cap="address").inc()
@@ -103,6 +104,7 @@ class Crowd:
             self.forget(conn)
             self.metrics.spectators_refused.labels(cap="table").inc()
             raise too_many("this table has as many spectators as it takes; try again later")
+        return int(admitted)
 
     def forget(self, conn: Connection) -> str | None:
         """Stop counting `conn` for its address; the table it was counted at (None: it was not
@@ -118,8 +120,10 @@ class Crowd:
             self.by_address.pop(address, None)
         return table_id
 
-    async def release(self, conn: Connection, table_id: str) -> None:
+    async def release(self, conn: Connection, table_id: str) -> int:
+        """Uncount `conn`; returns the table's spectators left."""
         await self.store.release_watcher(table_id, self.member(conn))
+        return await self.store.watcher_count(table_id, now_ms())
 
     def members(self, spectators: Iterable[Connection]) -> list[str]:
         """The slots to renew of this process's spectators of a table (those it counted;

@@ -312,5 +312,5 @@ def chat(seat: int | None, name: str, text: str, ts: int) -> Frame:
     return {"t": "chat", "seat": seat, "name": name, "text": text, "ts": ts}
 
 
-def presence(online: Sequence[bool]) -> Frame:
-    return {"t": "presence", "online": online}
+def presence(online: Sequence[bool], spectators: int) -> Frame:
+    return {"t": "presence", "online": online, "spectators": spectators}

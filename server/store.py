@@ -871,6 +871,10 @@ class Store:
         return [as_bytes(frame) for frame in await self.redis.lrange(TableKeys(table_id).chat,
                                                                       0, -1)]
 
+    async def watcher_count(self, table_id: str, now_ms: int) -> int:
+        """The table's spectator sockets over every process (slots not yet expired)."""
+        return int(await self.redis.zcount(TableKeys(table_id).watchers, now_ms, "+inf"))
+
     async def release_watcher(self, table_id: str, member: str) -> None:
         """Free a spectator's slot at the table (server.crowd)."""
         await self.redis.zrem(TableKeys(table_id).watchers, member)

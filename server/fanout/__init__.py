@@ -106,9 +106,10 @@ class Hub:
         if not limits.attach(conn.address, conn.table):
             raise Rejected("too_many_tables", "too many tables watched from your address",
                            status=429)
+        watching = 0
         try:
             if conn.seat is None:
-                await self.crowd.admit(conn)
+                watching = await self.crowd.admit(conn)
         except BaseException:
             limits.detach(conn.address, conn.table)
             raise
@@ -120,12 +121,25 @@ class Hub:
             if table_id is not None:
                 self.background.spawn(self._release_spectator(conn, table_id))
             raise
+        if 0 < watching <= self.settings.spectator_chat_max:
+            await self._spectators_changed(conn.table)
+
+    async def _spectators_changed(self, table_id: str) -> None:
+        """A small crowd's count is kept live (a presence frame for each spectator who comes
+        or goes); a larger one's is told with the next presence frame."""
+        try:
+            await self.presence.publish(table_id, {"k": "presence"})
+        except (RedisError, OSError):
+            self.metrics.redis_errors.inc()
 
     async def _release_spectator(self, conn: Connection, table_id: str) -> None:
         try:
-            await self.crowd.release(conn, table_id)
+            watching = await self.crowd.release(conn, table_id)
         except (RedisError, OSError):
             self.metrics.redis_errors.inc()
+            return
+        if watching < self.settings.spectator_chat_max:
+            await self._spectators_changed(table_id)
 
     async def _attach(self, conn: Connection, since: int | None, welcome: Welcome) -> None:
         table = self.registry.get(conn.table)

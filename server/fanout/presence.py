@@ -102,7 +102,8 @@ class Presence:
         return online
 
     async def send(self, table: LocalTable, conns: list[Connection]) -> None:
-        frame = protocol.pack(protocol.presence(await self.online(table)))
+        frame = protocol.pack(protocol.presence(
+            await self.online(table), await self.store.watcher_count(table.id, now_ms())))
         for conn in conns:
             conn.send_presence(frame)  # the latest, once the socket's queue is empty
 

@@ -216,7 +216,8 @@ def test_the_builders_give_the_documented_frames_in_their_key_order() -> None:
         (protocol.pong(None), {"t": "pong", "n": None}),
         (protocol.chat(0, "ann", "gg", 1764470000123),
          {"t": "chat", "seat": 0, "name": "ann", "text": "gg", "ts": 1764470000123}),
-        (protocol.presence([True, False]), {"t": "presence", "online": [True, False]}),
+        (protocol.presence([True, False], 3),
+         {"t": "presence", "online": [True, False], "spectators": 3}),
     ]
     for built, documented in frames:
         assert list(built) == list(documented)  # the key order clients see
