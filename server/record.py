@@ -168,6 +168,17 @@ class TableRecord:
                 "accepted": list(self.rematch["accepted"]), "table": self.rematch["table"]},
         }
 
+    def _same_table(self, earlier: TableRecord) -> bool:
+        """Whether `table_document` shows the same as ``earlier``'s, known without building
+        it: every field it reads is the very same object (a move changes none of them at a
+        table without a clock)."""
+        return (earlier.seats is self.seats and earlier.status == self.status
+                and earlier.clock is self.clock and earlier.result is self.result
+                and earlier.ratings is self.ratings and earlier.next_hand is self.next_hand
+                and earlier.rematch is self.rematch and earlier.config is self.config
+                and earlier.id == self.id and earlier.salt == self.salt
+                and earlier.seed == self.seed)
+
     def transcript(self) -> dict[str, Any]:
         """The game's transcript; it reveals the seed and salt, so only once it is finished."""
         if self.status != FINISHED:
@@ -187,10 +198,14 @@ class TableRecord:
         """Every audience's document; the parts they see alike are shared objects.
         ``previous``: an earlier record of this table and its spectators' document, whose
         unchanged parts are reused as they are (engine.views)."""
-        table = self.table_document()
-        if previous is not None and previous[1].get("table") == table \
-                and same(previous[1]["table"], table):
-            table = previous[1]["table"]  # unchanged: the very same object
+        if previous is not None and previous[1].get("table") is not None \
+                and self._same_table(previous[0]):
+            table = previous[1]["table"]  # nothing it shows changed: the very same object
+        else:
+            table = self.table_document()
+            if previous is not None and previous[1].get("table") == table \
+                    and same(previous[1]["table"], table):
+                table = previous[1]["table"]  # unchanged: the very same object
         names = audiences(self.config.players)
         if self.status == WAITING:
             return {aud: {"v": version, "game": None, "table": table} for aud in names}
