@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 
 from server import ratings, text
 from server.archive import DELETED_PLAYER
+from server.db import DB_DOWN
 from server.fairness import owner_key
 from server.identity import (
     GUEST_COOKIE,
@@ -128,9 +129,7 @@ def players_api(handler: Handler) -> Handler:
     async def wrapped(request: Request) -> Response:
         try:
             return await handler(request)
-        except (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-                asyncpg.CannotConnectNowError, asyncpg.TooManyConnectionsError,
-                asyncpg.ConnectionDoesNotExistError, OSError, TimeoutError) as exc:
+        except DB_DOWN as exc:
             raise unavailable() from exc
 
     return wrapped
@@ -253,14 +252,16 @@ async def register(request: Request) -> Response:
                 "WHERE gp.game_id = g.id AND gp.guest = $2", row["id"], guest, username)
             await conn.execute("UPDATE game_players SET player_id = $1, guest = NULL, "
                                "account = true WHERE guest = $2", row["id"], guest)
+    claimed = False
     if guest is not None:  # and so do the seats it holds now
         shown = {"name": username, "rating": ratings.display(ratings.Skill.new().mu),
                  "provisional": True}
         with contextlib.suppress(Rejected):  # Redis down: the seats stay the guest's
             await _state(request).service.claim_seats(guest, player_key(row["id"]), shown)
+            claimed = True
     response = JSONResponse(_me(dict(row)), status_code=201)
     _set_cookie(request, response, session_id)
-    if guest is not None:
+    if claimed:  # else the guest cookie stays, and with it the seats it holds
         _clear_cookie(request, response, GUEST_COOKIE)
     return response
 

@@ -24,6 +24,11 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 MIGRATION_LOCK = 0x646F6D696E6F6573  # "dominoes"
 _NAME = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
 
+DB_DOWN = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+           asyncpg.CannotConnectNowError, asyncpg.TooManyConnectionsError,
+           asyncpg.ConnectionDoesNotExistError, OSError, TimeoutError)
+"""The failures that mean PostgreSQL is not reachable now (answered 503 ``unavailable``)."""
+
 BOOKKEEPING = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version    integer PRIMARY KEY,

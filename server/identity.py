@@ -17,6 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from server.db import DB_DOWN
 from server.rejected import Rejected
 from server.seams import AppState, app_state
 from server.store import player_key
@@ -99,6 +100,8 @@ async def identify(request: Request) -> Identity | None:
             if rej.code not in ("session_expired", "unavailable"):
                 raise
             unchecked = rej.code == "unavailable"
+        except DB_DOWN:
+            unchecked = True
         else:
             return Identity(player_key(player["id"]), player["id"], player["username"])
     cookie = request.cookies.get(GUEST_COOKIE)

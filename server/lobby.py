@@ -24,8 +24,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
 from server import players
+from server.db import DB_DOWN
 from server.fairness import owner_key
-from server.identity import Visitor, changing, pool
+from server.identity import SESSION_COOKIE, Visitor, changing, pool
 from server.identity import unavailable as unavailable_accounts
 from server.rejected import Rejected, unavailable
 from server.seams import app_state
@@ -65,8 +66,10 @@ async def refused(request: Request, exc: Exception) -> Response:
 
 EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
     Rejected: refused, RedisError: refused, OSError: refused,
+    **dict.fromkeys(DB_DOWN, refused),
 }
-"""What server.app registers: refusals and storage failures, answered by `refused`."""
+"""What server.app registers: refusals and storage failures (Redis or PostgreSQL out of
+reach), answered by `refused`."""
 
 
 def _has_body(request: Request) -> bool:
@@ -131,7 +134,15 @@ def _service(request: Request) -> TableLobby:
     return service
 
 
+def _cookie_change(request: Request) -> None:
+    """A change made as a logged-in player (a seat bound to the account) follows the CSRF rule
+    of every cookie-authenticated change (server.identity.changing)."""
+    if request.cookies.get(SESSION_COOKIE):
+        changing(request)
+
+
 async def create_table(request: Request) -> Response:
+    _cookie_change(request)
     body = await read_json(request)
     visitor = await Visitor.of(request)
     if body.get("rated") is True and visitor.identity.guest:
@@ -203,6 +214,7 @@ async def table_summary(request: Request) -> Response:
 
 
 async def join_table(request: Request) -> Response:
+    _cookie_change(request)
     body = await read_json(request)
     seat, name, invite = body.get("seat"), body.get("name"), body.get("invite")
     if seat is not None and (not isinstance(seat, int) or isinstance(seat, bool)):
@@ -246,6 +258,9 @@ async def resume_seat(request: Request) -> Response:
     changing(request)
     await read_json(request)
     visitor = await Visitor.of(request)
+    owner = owner_key(request.client.host if request.client else None)
+    if owner is not None:  # a new token is a seat taken again: the address's JOIN_RATE
+        await over_quota(await _state(request).quotas.join(owner), "seats taken from this address")
     seat, token = await _service(request).resume(request.path_params["table_id"],
                                                  visitor.identity.key)
     return visitor.respond(request, JSONResponse({"seat": seat, "token": token}))

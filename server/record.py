@@ -305,6 +305,6 @@ def forfeit(record: TableRecord, seat: int, now_ms: int) -> TableRecord:
     best = max(scores[i] for i in others)
     leaders = [i for i in others if scores[i] == best]
     winner = leaders[0] if len(leaders) == 1 else None
-    record = replace(record, status=FINISHED,
+    record = replace(record, status=FINISHED, next_hand=None,
                      result={"winner": winner, "reason": "forfeit", "seat": seat})
     return record.with_turn_clock(seat, record.game.round, now_ms)

@@ -93,7 +93,7 @@ def abandon_at(record: TableRecord, seen: Mapping[int, int], after_ms: int,
 
 def abandoned(record: TableRecord, now_ms: int) -> TableRecord:
     """The game ends with nobody winning: nobody was there to play it."""
-    record = replace(record, status=FINISHED,
+    record = replace(record, status=FINISHED, next_hand=None,
                      result={"winner": None, "reason": ABANDONED, "seat": None})
     return record.with_turn_clock(None, record.game.round, now_ms)
 

@@ -55,7 +55,8 @@ server.archive; a table whose game is waiting for the archive is kept without ex
 its ``RETENTION`` once archived). Channel ``dominoes:processes`` (``PROCESS_CHANNEL``): every
 process's hub subscribes to it first. ``seated:<identity>`` (zset id -> ms the seat was
 taken): the tables an account (``p:<id>``) or guest (``g:<hash>``) sits at (server.identity;
-entries of tables left, finished or gone are dropped when read). Channel ``inbox:<player id>``:
+entries of tables left, finished or gone are dropped when read; the key expires
+``SEATED_KEEP_S``, 90 days, after it was last written or read). Channel ``inbox:<player id>``:
 a player's notices (server.inbox). ``online:<player id>`` (hash process id -> expiry ms,
 the key expiring with its newest entry): the processes holding a ``/ws/me`` socket of the
 player, each entry renewed while it does (server.inbox; "online" = an entry not expired).
@@ -100,6 +101,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 LOBBY = {"waiting": "lobby:open", "playing": "lobby:playing"}  # status -> index
 DEADLINES = "deadlines"
 PROCESS_CHANNEL = "dominoes:processes"  # every hub subscribes to it (before any table)
+SEATED_KEEP_S = 90 * 86400  # a seated:<identity> key nobody touches for this long expires
 ARCHIVE_QUEUE = "archive:pending"  # list of "<id> <ended ms>" or "<id>" (server.archive)
 TABLE_ID = re.compile(r"^[a-z0-9]{4,24}$")
 
@@ -666,12 +668,19 @@ class Store:
     @reconnecting
     async def seated_tables(self, identity: str) -> list[str]:
         """The tables ``identity`` took a seat at (oldest first), whatever became of them."""
-        raw = await self.redis.zrange(seated_key(identity), 0, -1)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zrange(seated_key(identity), 0, -1)
+            pipe.expire(seated_key(identity), SEATED_KEEP_S)
+            raw, _ = await pipe.execute()
         return [as_bytes(member).decode() for member in raw]
 
     @reconnecting
     async def add_seated(self, identity: str, table_id: str, taken_ms: int) -> None:
-        await self.redis.zadd(seated_key(identity), {table_id: taken_ms})
+        """Note a seat taken; the key lasts SEATED_KEEP_S from its last change or read."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(seated_key(identity), {table_id: taken_ms})
+            pipe.expire(seated_key(identity), SEATED_KEEP_S)
+            await pipe.execute()
 
     @reconnecting
     async def drop_seated(self, identity: str, table_ids: Sequence[str]) -> None:

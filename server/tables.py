@@ -803,6 +803,9 @@ class TableService:
         if not await redis_.set(lock, nonce, nx=True, px=REMATCH_LOCK_MS):
             return old  # another request is making it: its version will say so
         try:
+            current = (await self.load(old.id)).record
+            if current.rematch is not None and current.rematch.get("table") is not None:
+                return current  # made meanwhile, by a request that held the lock before
             config = old.config
             players = config.players
             rotated = replace(config, bots={(s + 1) % players: level

@@ -138,7 +138,7 @@ class Hub:
         except (RedisError, OSError):
             self.metrics.redis_errors.inc()
             return
-        if watching < self.settings.spectator_chat_max:
+        if watching <= self.settings.spectator_chat_max:
             await self._spectators_changed(table_id)
 
     async def _attach(self, conn: Connection, since: int | None, welcome: Welcome) -> None:
