@@ -131,8 +131,8 @@ def game_row(record: TableRecord, transcript: dict[str, Any], transcript_gz: byt
 
 
 def side_outcomes(sides: int, result: Mapping[str, Any]) -> list[str]:
-    """``win``, ``loss`` or ``draw`` for each side: nobody winning is a draw for all (or, in a
-    forfeit, a loss for the side that forfeited and a draw for the others)."""
+    """``win``, ``loss`` or ``draw`` for each side from the winner alone: nobody winning is a
+    draw for all (`seat_rows` then makes a forfeiting side's a loss)."""
     winner = result.get("winner")
     if winner is not None:
         return ["win" if side == winner else "loss" for side in range(sides)]

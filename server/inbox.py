@@ -1,8 +1,8 @@
 """A player's inbox: live notices to every page the player has open, on any process, and the
 player's own websocket ``/ws/me`` that carries them (docs/protocol.md §11).
 
-A notice (a private message, an invitation, "your turn", a quick-play match, a rematch, a
-friend's presence) is a msgpack map with a string ``t``, published on the Redis channel
+A notice (a private message, messages read, an invitation, "your turn", a quick-play match,
+a rematch) is a msgpack map with a string ``t``, published on the Redis channel
 ``inbox:<player id>`` (server.store.inbox_channel); the player's websocket ``/ws/me`` (on
 whichever process holds it) relays it as it is. Publishing is fire and forget: a notice
 nobody is listening for is lost, so everything a notice says can also be read over HTTP.
@@ -12,8 +12,7 @@ its one Redis pub/sub connection (a player's channel is subscribed with the firs
 sockets here and unsubscribed with the last) and the player's presence (``online:<id>``,
 server.store.online_key: one entry per process holding a socket of the player, renewed every
 PRESENCE_REFRESH_S, expiring after PRESENCE_TTL_S); `me_endpoint`, one socket from the session
-cookie to its close. Imported by server.tables (for `publish`): imports nothing that imports
-the tables at load time. Must not import the engine.
+cookie to its close. Must not import the engine.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from server.logs import event
 from server.metrics import Metrics
 from server.protocol import Close
 from server.seams import AppState, app_state
-from server.store import inbox_channel, online_key
+from server.store import inbox_channel, online_key, publish_notice
 
 PRESENCE_TTL_S = 60.0  # a process's presence entry for a player lasts this long ...
 PRESENCE_REFRESH_S = 20.0  # ... and is renewed this often while it holds a socket of theirs
@@ -62,9 +61,7 @@ WHERE m.recipient = $1 AND m.read_at IS NULL
 async def publish(redis: redis.asyncio.Redis, player_id: int,
                   notice: Mapping[str, Any]) -> None:
     """Send ``notice`` (a map with a string 't') to every open page of the player."""
-    if not isinstance(notice.get("t"), str):
-        raise ValueError("a notice is a map with a string 't'")
-    await redis.publish(inbox_channel(player_id), bytes(msgpack.packb(dict(notice))))
+    await publish_notice(redis, player_id, notice)
 
 
 async def unread_total(db: Any, player_id: int) -> int:

@@ -351,6 +351,14 @@ def rematch_lock_key(table_id: str) -> str:
     return f"{{{table_id}}}:rematch:lock"
 
 
+async def publish_notice(redis: redis.asyncio.Redis, player_id: int,
+                         notice: Mapping[str, Any]) -> None:
+    """Publish ``notice`` (a map with a string 't') on the player's inbox channel."""
+    if not isinstance(notice.get("t"), str):
+        raise ValueError("a notice is a map with a string 't'")
+    await redis.publish(inbox_channel(player_id), bytes(msgpack.packb(dict(notice))))
+
+
 def seated_key(identity: str) -> str:
     return f"seated:{identity}"
 

@@ -51,8 +51,8 @@ from server.store import (
     Store,
     TableKeys,
     as_bytes,
-    inbox_channel,
     player_of,
+    publish_notice,
     rematch_key,
     rematch_lock_key,
     token_hash,
@@ -142,8 +142,7 @@ class Notices:
 
     async def _send(self, player_id: int, notice: dict[str, Any]) -> None:
         try:
-            # as server.inbox.publish (not imported: it is part of the socket layer)
-            await self.redis.publish(inbox_channel(player_id), bytes(msgpack.packb(notice)))
+            await publish_notice(self.redis, player_id, notice)
         except (RedisError, OSError) as exc:
             log.warning("inbox notice lost: %s", exc)
 
