@@ -306,12 +306,15 @@ def parse_create_request(request: object) -> TableConfig:
     bots = _bots(request.get("bots"), players)
     if rated and bots:
         raise Rejected("rated_bots", "a rated table has no bot seats", status=400)
+    clock = _clock(request.get("clock"))
+    if rated and clock is None:  # a rated game must end: a stalled turn is played for
+        clock = _clock({"kind": "realtime", **REALTIME_DEFAULTS})
     name = request.get("name")
     preset = spec if isinstance(spec, str) else str(spec.get("preset", "dominoes"))
     name = f"{preset} table" if name is None else clean_name(name, "name", MAX_NAME)
     return TableConfig(
         name=name[:MAX_NAME], players=players, rules=rules.spec,
-        bots=bots, clock=_clock(request.get("clock")),
+        bots=bots, clock=clock,
         on_timeout=str(on_timeout), private=private, spectator_chat=spectator_chat,
         rated=rated, family=FAMILIES.get(str(rules.scoring), str(rules.scoring)),
     )

@@ -133,6 +133,8 @@ async def test_rated_tables_refuse_bots_guests_and_a_second_seat(svc: ServicePro
         summary = (await guest.get(f"/api/tables/{table}")).json()
         assert [s["taken"] for s in summary["seats"]] == [True, False]
         assert summary["rated"] is True and summary["status"] == "waiting"
+        # a rated game has a clock even when none was asked for: it cannot be stalled
+        assert summary["clock"] == {"kind": "realtime", "move_s": 30, "reserve_s": 120}
 
 
 async def test_leaving_a_rated_game_forfeits_it(svc: ServiceProcess,
