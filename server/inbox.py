@@ -34,6 +34,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from server import protocol
 from server.connection import Connection
+from server.db import DB_DOWN
 from server.identity import SESSION_COOKIE, session_hash
 from server.limits import TokenBucket
 from server.logs import event
@@ -45,7 +46,7 @@ from server.store import inbox_channel, online_key, publish_notice
 PRESENCE_TTL_S = 60.0  # a process's presence entry for a player lasts this long ...
 PRESENCE_REFRESH_S = 20.0  # ... and is renewed this often while it holds a socket of theirs
 SUBSCRIBE_WAIT_S = 5.0  # how long a new socket waits for its channel's subscription
-LOG_IN_FIRST = 4008  # close code: no session cookie, or one that expired or ended
+LOG_IN_FIRST = int(Close.LOG_IN_FIRST)
 INBOX_PREFIX = "inbox:"
 INBOX_ATTRIBUTE = "inbox"  # the attribute of Starlette's ``app.state`` that holds the Inbox
 
@@ -189,6 +190,23 @@ class Inbox:
             except (RedisError, OSError) as exc:
                 self.metrics.redis_errors.inc()
                 event("redis error", level=logging.WARNING, error=repr(exc))
+            with contextlib.suppress(*DB_DOWN):
+                await self._close_ended_sessions()
+
+    async def _close_ended_sessions(self) -> None:
+        """Close (4008) the sockets whose session has expired or ended since they opened: a
+        log out (everywhere), a new password or a deleted account stops the notices within
+        PRESENCE_REFRESH_S."""
+        sockets = [s for group in self.sockets.values() for s in group if s.session]
+        pool = sockets[0].state.postgres.pool if sockets else None
+        if pool is None:
+            return
+        live = {bytes(row["id_hash"]) for row in await pool.fetch(
+            "SELECT id_hash FROM sessions WHERE id_hash = ANY($1::bytea[]) "
+            "AND expires_at > now()", list({s.session for s in sockets}))}
+        for sock in sockets:
+            if sock.session not in live:
+                sock.conn.close_soon(Close.LOG_IN_FIRST, "the session has ended")
 
     # ---- the pub/sub -----------------------------------------------------------------------
 
@@ -301,6 +319,7 @@ class MeSocket:
         self.address = websocket.client.host if websocket.client else "?"
         self.player_id = 0
         self.name = ""
+        self.session = b""  # the SHA-256 of its session id
         self.ready = False  # hello_me queued: notices go straight to the queue
         self.early: list[bytes] = []  # notices that came before hello_me
 
@@ -365,6 +384,7 @@ class MeSocket:
                                LOG_IN_FIRST, "log in first")
             return False
         self.player_id, self.name = int(row["id"]), str(row["username"])
+        self.session = session_hash(session_id)
         return True
 
     async def _serve(self) -> None:

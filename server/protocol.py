@@ -85,6 +85,9 @@ class Close(IntEnum):
         "The address holds MAX_SOCKETS_PER_ADDRESS sockets on this process (after "
         "`error too_many_connections`, before any `hello`) or watches its share of the "
         "process's tables (after `error too_many_tables`).")
+    LOG_IN_FIRST = 4008, (
+        "The player socket /ws/me without a live session: no `session` cookie, or its session "
+        "expired or was ended (log out, log out everywhere, a new password, a deleted account).")
 
 
 HELLO_CLOSES: Mapping[str, Close] = {

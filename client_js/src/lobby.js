@@ -64,8 +64,8 @@ export function showLobby(root) {
         "Muggins, Five Up, Fives and Threes, Bergen, Block, Draw: play live with friends or bots, or watch a table.")));
   const quick = quickPlayPanel();
   fill(root, hero, el("div", { class: "lobby" },
-    quick.node,
     el("section", { class: "panel create" }, el("h1", {}, "New table"), formBox),
+    quick.node,
     el("section", { class: "panel tables" },
       el("h2", {}, "Tables"), filterBox, listBox,
       el("button", { type: "button", class: "ghost", onclick: () => refresh() }, "Refresh"))));

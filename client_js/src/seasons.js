@@ -13,9 +13,9 @@ import { el, fill } from "./view/dom.js";
 /** The "Ratings | Season" tabs of the leaderboards pages. */
 export function boardKindTabs(family, current) {
   const f = encodeURIComponent(family);
-  const tab = (href, text, key) => el("a", { href, class: `tab${key === current ? " current" : ""}`,
+  const tab = (href, text, key) => el("a", { href, class: `kind-tab${key === current ? " current" : ""}`,
     "aria-current": key === current ? "page" : null, "data-board": key }, text);
-  return el("nav", { class: "tabs board-kinds", "aria-label": "board" },
+  return el("nav", { class: "board-kinds", "aria-label": "board" },
     tab(`#/leaderboards/${f}`, "Ratings", "ratings"), tab(`#/seasons/${f}`, "Season", "season"));
 }
 

@@ -517,3 +517,12 @@ async def test_shutdown_closes_the_player_sockets_and_presence_goes(
         await asyncio.to_thread(b.stop)
         assert await close_code(sock) in (1001, 1012)  # going away / service restart
         assert (await follows(ann))["friends"][0]["online"] is False
+
+
+async def test_the_player_socket_closes_once_its_session_has_ended(svc: ServiceProcess) -> None:
+    async with account(svc, "ann") as ann:
+        sock, _ = await hello_me(svc, ann)
+        ended = await ann.request("DELETE", "/api/sessions", json={})  # log out everywhere
+        assert ended.status_code == 204
+        # within one presence refresh (20 s), never to receive another notice
+        assert await close_code(sock, wait_s=40.0) == 4008
