@@ -19,10 +19,17 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import new_page
-from tests.browser.test_players import (
-    DESKTOP, GAME_OVER, MOBILE, api, no_sideways_scroll, play_to_game_over, registered, username,
-)
 from tests.browser.test_client import play_one
+from tests.browser.test_players import (
+    DESKTOP,
+    GAME_OVER,
+    MOBILE,
+    api,
+    no_sideways_scroll,
+    play_to_game_over,
+    registered,
+    username,
+)
 from tests.support.servers import ServiceProcess
 
 pytestmark = pytest.mark.browser
@@ -33,7 +40,8 @@ TABLE_URL = re.compile(r"#/t/([^?/]+)")
 
 @pytest.fixture
 def community_service(redis_url: str, client_build: Path) -> Iterator[ServiceProcess]:
-    env = {"RATE": "1000/2000", "NEXT_HAND_S": "0", "QUICKPLAY_TICK_S": "0.2", "MESSAGE_RATE": "100"}
+    env = {"RATE": "1000/2000", "NEXT_HAND_S": "0", "QUICKPLAY_TICK_S": "0.2",
+           "MESSAGE_RATE": "100"}
     with ServiceProcess(redis_url, env=env) as proc:
         yield proc
 
@@ -50,8 +58,9 @@ def sit_at_new_table(page: Page, body: dict[str, Any]) -> tuple[str, str | None]
     made = api(page, "POST", "/api/tables", body, status=201)
     joined = api(page, "POST", f"/api/tables/{made['id']}/join",
                  {"seat": 0, "name": "x", "invite": made["invite"]})
-    page.evaluate("([id, seat]) => localStorage.setItem(`allfives.seat.${id}`, JSON.stringify(seat))",
-                  [made["id"], {"seat": joined["seat"], "token": joined["token"], "name": "x"}])
+    page.evaluate(
+        "([id, seat]) => localStorage.setItem(`allfives.seat.${id}`, JSON.stringify(seat))",
+        [made["id"], {"seat": joined["seat"], "token": joined["token"], "name": "x"}])
     query = f"?invite={made['invite']}" if made["invite"] else ""
     page.goto(f"{page.url.split('#')[0]}#/t/{made['id']}{query}")
     expect(page.locator(".table-page")).to_have_attribute("data-seat", "0")
@@ -224,7 +233,8 @@ def test_your_turn_toast_on_another_page_and_the_phone(
     expect(b.locator(".table-page")).to_have_attribute("data-seat", "1")
 
     def my_turn(page: Page) -> bool:
-        return any(t["id"] == table and t["turn"] for t in api(page, "GET", "/api/me/tables")["tables"])
+        tables = api(page, "GET", "/api/me/tables")["tables"]
+        return any(t["id"] == table and t["turn"] for t in tables)
 
     # the other player (on the phone) goes to the lobby; the one to move plays until it is theirs
     if my_turn(b):
