@@ -58,6 +58,7 @@ class Inbox:
     def __init__(self, pubsub: Any) -> None:
         self.pubsub = pubsub
         self.notices: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []  # every notice as published
 
     async def next(self, kind: str, within_s: float = 10.0, **match: Any) -> dict[str, Any]:
         deadline = asyncio.get_running_loop().time() + within_s
@@ -72,6 +73,7 @@ class Inbox:
             message = await self.pubsub.get_message(ignore_subscribe_messages=True,
                                                     timeout=min(left, 0.5))
             if message is not None and message["type"] == "message":
+                self.raw.append(message["data"])
                 self.notices.append(msgpack.unpackb(message["data"]))
 
     async def drain(self, wait_s: float = 0.5) -> list[dict[str, Any]]:
@@ -80,6 +82,7 @@ class Inbox:
             message = await self.pubsub.get_message(ignore_subscribe_messages=True,
                                                     timeout=left)
             if message is not None and message["type"] == "message":
+                self.raw.append(message["data"])
                 self.notices.append(msgpack.unpackb(message["data"]))
         found, self.notices = self.notices, []
         return found
@@ -312,6 +315,35 @@ async def test_your_turn_reaches_the_other_player_of_a_turn_based_game(
             other = (await webs[1 - leader].get("/api/me/tables")).json()["tables"]
             assert other[0]["deadline"] == notice["deadline"]
             assert await boxes[leader].drain() == []  # once per turn, only to its seat
+
+
+async def test_no_notice_of_a_whole_game_carries_a_tile(
+    svc: ServiceProcess, redis_url: str,
+) -> None:
+    # The hidden-tile gate, extended to the inbox: every "your turn" notice of a game played
+    # to its end (and its rematch notices) is checked for any tile, written as the protocol
+    # writes tiles.
+    tiles = [f"{a}-{b}" for a in range(7) for b in range(a + 1)]
+    patterns = {bytes(msgpack.packb(t)) for tile in tiles
+                for t in (tile, "-".join(reversed(tile.split("-"))))}
+    async with account(svc, "tia") as tia, account(svc, "tom") as tom:
+        ids = [await player_id(tia), await player_id(tom)]
+        table = await create(tia, name="Gate", rules=SHORT_GAME,
+                             clock={"kind": "turn", "move_h": 24, "max_h": 72})
+        async with inbox(redis_url, ids[0]) as first, inbox(redis_url, ids[1]) as second:
+            tokens = [await sit(tia, table, 0), await sit(tom, table, 1)]
+            clients = [await connect(svc, table, token) for token in tokens]
+            await play_to_end({0: clients[0], 1: clients[1]}, [])
+            for web, token in zip((tia, tom), tokens, strict=True):
+                asked = await web.post(f"/api/tables/{table}/rematch", json={"token": token})
+                assert asked.status_code == 200, asked.text
+            kinds = [n["t"] for n in await first.drain(1.0) + await second.drain(1.0)]
+    assert kinds.count("your_turn") >= 2 and "rematch" in kinds
+    raw = first.raw + second.raw
+    assert len(raw) == len(kinds)
+    for data in raw:
+        for pattern in patterns:
+            assert pattern not in data, f"a tile in a notice: {msgpack.unpackb(data)}"
 
 
 async def test_guests_and_bots_get_no_notice_and_a_bot_table_still_plays(
