@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import re
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -41,9 +40,9 @@ from server.rejected import Rejected
 from server.seams import AppState, app_state
 from server.settings import Settings
 from server.store import player_key
+from server.text import USERNAME
 
 COOKIE = SESSION_COOKIE
-USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
 # Words no account name may read as (besides the bot label of server/text.py).

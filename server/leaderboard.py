@@ -77,16 +77,18 @@ async def refresh(conn: Any) -> None:
         await conn.execute("REFRESH MATERIALIZED VIEW boards")
 
 
-# What a refresh depends on: the newest rated game, and the hour (the 30-day window moves).
-_MARK = "SELECT max(last_game_at), date_trunc('hour', now()) FROM ratings"
+# What a refresh depends on: every rating change (however late a game was archived), the
+# accounts (a deleted one leaves its board), and the hour (the 30-day window moves).
+_MARK = ("SELECT (SELECT count(*) FROM rating_history), (SELECT count(*) FROM players), "
+         "date_trunc('hour', now())")
 
 
 async def refresh_once(postgres: Postgres, since: tuple[Any, ...] | None = None
                        ) -> tuple[Any, ...] | None:
     """Refresh the boards unless another process is refreshing them or nothing changed since
-    the refresh that returned ``since`` (no rated game since, and the same hour). Returns the
-    mark of this refresh, or None when it skipped. Raises the PostgreSQL errors (none while
-    the pool is down: then None)."""
+    the refresh that returned ``since`` (no rating change, no account gone, the same hour).
+    Returns the mark of this refresh, or None when it skipped. Raises the PostgreSQL errors
+    (none while the pool is down: then None)."""
     pool = postgres.pool
     if pool is None:
         return None

@@ -23,8 +23,8 @@ from server.archive import DELETED_PLAYER
 from server.identity import Identity, identify, pool
 from server.rejected import Rejected
 from server.seams import app_state
+from server.text import USERNAME
 
-USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")
 RECENT = 10
 PAGE_DEFAULT, PAGE_MAX = 20, 50
 HISTORY_MAX = 200  # rating points per family on a profile (the newest)

@@ -16,7 +16,7 @@ from typing import Any
 from openskill.models import PlackettLuce
 
 import engine
-from server.table_config import FAMILIES
+from server.table_config import family_of
 
 MODEL = PlackettLuce()
 """The rating model: OpenSkill's Plackett-Luce with its defaults (mu 25, sigma 25/3,
@@ -44,13 +44,6 @@ DISPLAY_SCALE = 48
 """Shown points per unit of mu: 48 = 200 / beta, so 200 points are one beta (see `display`)."""
 
 REASONS = ("game_end", "forfeit", "abandoned")
-
-
-def family_of(rules_spec: object, players: int) -> str:
-    """The rating family of a table's rules spec for ``players`` seats, by how its plays score
-    (raises engine.InvalidRules for a spec the engine refuses)."""
-    rules = engine.rules_from_spec(rules_spec, players)  # type: ignore[arg-type]  # it checks
-    return FAMILIES[rules.scoring]
 
 
 def family_presets() -> dict[str, list[str]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import re
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -32,9 +31,8 @@ from server.protocol import MAX_CHAT
 from server.rejected import Rejected
 from server.seams import AppState, app_state
 from server.store import player_key
-from server.text import chat_text
+from server.text import USERNAME, chat_text
 
-USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")
 WINDOW_S = 60  # the rate limits count per minute
 MAX_FOLLOWING = 200  # players one account may follow at once
 PAGE_DEFAULT, PAGE_MAX = 20, 50  # messages of a conversation per page

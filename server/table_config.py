@@ -316,5 +316,5 @@ def parse_create_request(request: object) -> TableConfig:
         name=name[:MAX_NAME], players=players, rules=rules.spec,
         bots=bots, clock=clock,
         on_timeout=str(on_timeout), private=private, spectator_chat=spectator_chat,
-        rated=rated, family=FAMILIES.get(str(rules.scoring), str(rules.scoring)),
+        rated=rated, family=family_of(spec, players),
     )

@@ -716,26 +716,33 @@ class TableService:
         return held[0], token
 
     async def claim_seats(self, guest: str, owner: str, player: Mapping[str, Any]) -> int:
-        """A guest who registered: every seat ``guest`` holds becomes ``owner``'s, shown as
-        ``player``; returns how many tables changed hands."""
+        """A guest who registered: every seat ``guest`` still plays at a table waiting or in
+        play becomes ``owner``'s, shown as ``player`` (a finished game's seats stay as they
+        were: the archive's rows are claimed apart); returns how many tables changed hands."""
         moved = 0
+
+        def held(record: TableRecord) -> list[int]:
+            return [s for s, st in enumerate(record.seats)
+                    if st.owner == guest and st.bot is None]
+
+        def change(loaded: Loaded) -> Change:
+            record = loaded.record
+            seats = list(record.seats)
+            events: list[dict[str, Any]] = []
+            for s in held(record) if record.status != FINISHED else []:
+                seats[s] = replace(seats[s], owner=owner, name=str(player["name"]),
+                                   player=player)
+                events.append({"type": "seat", "seat": s, "name": player["name"]})
+            if not events:
+                raise Rejected("not_seated", "the guest holds no seat here now", status=409)
+            return Change(replace(record, seats=tuple(seats)), events)
+
         async with unavailable_on_redis_error():
             for table_id in await self.store.seated_tables(guest):
-                def change(loaded: Loaded) -> Change:
-                    record = loaded.record
-                    seats = list(record.seats)
-                    events: list[dict[str, Any]] = []
-                    for s, st in enumerate(seats):
-                        if st.owner == guest:
-                            seats[s] = replace(st, owner=owner, name=str(player["name"]),
-                                               player=player)
-                            events.append({"type": "seat", "seat": s, "name": player["name"]})
-                    return Change(replace(record, seats=tuple(seats)), events)
-
                 try:
                     await self.write(table_id, change)
                 except Rejected:
-                    continue  # gone meanwhile
+                    continue  # gone, finished or left meanwhile: nothing to move
                 await self.store.add_seated(owner, table_id, self.now_ms())
                 moved += 1
             await self.store.drop_seated(guest, await self.store.seated_tables(guest))

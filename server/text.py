@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")  # an account name (docs/players.md)
 MAX_PLAYER_NAME = 32
 MAX_TABLE_NAME = 60
 MAX_MARKS = 8
