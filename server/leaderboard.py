@@ -107,8 +107,9 @@ async def refresh_once(postgres: Postgres, since: tuple[Any, ...] | None = None
 
 async def run_refresh(postgres: Postgres, stop: asyncio.Event, every_s: float) -> None:
     """Every ``every_s`` until ``stop``: refresh the boards in at most one process at a time
-    (the others skip that round), and only when a rated game ended or the hour changed since
-    this process's last refresh; a PostgreSQL down or failing is logged and tried next time."""
+    (the others skip that round), and only when a rating or an account changed, or the hour
+    turned, since this process's last refresh; a PostgreSQL down or failing is logged and
+    tried next time."""
     mark: tuple[Any, ...] | None = None
     while not stop.is_set():
         try:
