@@ -19,6 +19,7 @@ await build({
 await copyFile("index.html", "dist/index.html");
 await copyFile("src/style.css", "dist/style.css");
 await copyFile("favicon.svg", "dist/favicon.svg");
+await copyFile("clock.svg", "dist/clock.svg");
 // The page is served with a Content-Security-Policy of 'self' only (no inline script or style,
 // no data: URLs): everything it uses must be a file of dist/.
-console.log("built dist/app.js, dist/index.html, dist/style.css, dist/favicon.svg");
+console.log("built dist/app.js, dist/index.html, dist/style.css, dist/favicon.svg, dist/clock.svg");
