@@ -74,7 +74,7 @@ class Server:
                     "PYTHONWARNINGS": "ignore",
                     # the load client creates every table and takes every seat itself
                     "CREATE_RATE": "1000000", "MAX_WAITING_TABLES": "1000000",
-                    "JOIN_RATE": "1000000",
+                    "JOIN_RATE": "1000000", "MAX_TABLES_PER_PLAYER": "1000000",
                     # scripted players move on at once: no pause between hands
                     "NEXT_HAND_S": "0", **env}
         with log.open("ab") as out:
