@@ -25,6 +25,10 @@ from tests.support.servers import ServiceProcess
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "client_js"
 SHOTS = REPO / "artifacts" / "screenshots"
+DESKTOP = {"viewport": {"width": 1280, "height": 800}}
+PHONE = {"viewport": {"width": 360, "height": 740}, "device_scale_factor": 2, "is_mobile": True,
+         "has_touch": True}
+"""Context options of a desktop window and of a 360 x 740 touch phone."""
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",

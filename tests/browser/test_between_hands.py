@@ -18,19 +18,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import post_json
+from tests.browser.conftest import DESKTOP, PHONE, post_json
 from tests.browser.test_client import board_tiles, open_table, play_one, sit
 from tests.support.servers import ServiceProcess
 
 pytestmark = pytest.mark.browser
 
-DESKTOP = {"viewport": {"width": 1280, "height": 800}}
-PHONE = {
-    "viewport": {"width": 360, "height": 740},
-    "device_scale_factor": 2,
-    "is_mobile": True,
-    "has_touch": True,
-}
 BETWEEN = ".overlay:not([hidden]) .between-hands"
 MAX_STEPS = 300
 
