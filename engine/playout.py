@@ -38,7 +38,8 @@ from engine.tiles import BIT, IS_DOUBLE, PIPS, VALUE_MASK
 
 RANDOM = "random"
 GREEDY = "greedy"
-POLICIES: tuple[str, ...] = (RANDOM, GREEDY)
+CAUTIOUS = "cautious"
+POLICIES: tuple[str, ...] = (RANDOM, GREEDY, CAUTIOUS)
 
 _RANK_BITS: tuple[int, ...] = tuple(
     sorted(range(28), key=lambda t: (PIPS[t], IS_DOUBLE[t], t)).index(t) << 5 for t in range(28)
@@ -65,8 +66,9 @@ def greedy_key(points: int, tile: int, node: int) -> int:
 
 
 def _policy(policy: str) -> bool:
-    """Whether `policy` is greedy (else random); raises ValueError for an unknown one."""
-    if policy == GREEDY:
+    """Whether `policy` is greedy or cautious (else random); raises ValueError for an unknown
+    one."""
+    if policy == GREEDY or policy == CAUTIOUS:
         return True
     if policy == RANDOM:
         return False
@@ -90,7 +92,7 @@ def play_out_hand(state: GameState, rng: random.Random, policy: str = RANDOM) ->
 
 
 def finish_hand(state: GameState, policy: str = GREEDY, rng: random.Random | None = None,
-                first: Play | None = None) -> Settlement:
+                first: Play | None = None, careful: int = -1) -> Settlement:
     """Play the current hand to its end with `policy`, after `first` (a legal play of the seat
     to move) when given; return how the hand was settled.
 
@@ -113,7 +115,8 @@ def finish_hand(state: GameState, policy: str = GREEDY, rng: random.Random | Non
         target = (index, first.tile.index)
     else:
         state, target = _lead_phase(state, rand, greedy)
-    result = _run(state, rand, greedy, target, False)
+    cautious = careful if policy == CAUTIOUS else 0
+    result = _run(state, rand, greedy, target, False, cautious)
     assert isinstance(result, Settlement)
     return result
 
@@ -154,8 +157,11 @@ def _greedy_lead(state: GameState, moves: list[Move]) -> Move:
 
 
 def _run(state: GameState, rand: Callable[[], float], greedy: bool,
-         first: tuple[int, int] | None, to_state: bool) -> GameState | Settlement:
-    """The playout loop, from a state whose layout has tiles unless `first` is the lead."""
+         first: tuple[int, int] | None, to_state: bool,
+         cautious: int = 0) -> GameState | Settlement:
+    """The playout loop, from a state whose layout has tiles unless `first` is the lead.
+
+    `cautious` (a bitmask of seats, with `greedy`): those seats play `CAUTIOUS`."""
     table = state.table
     rules = table.rules
     players = rules.players
@@ -184,6 +190,14 @@ def _run(state: GameState, rand: Callable[[], float], greedy: bool,
             first = None
             placed = play_tile(rules, nodes, ends, index, tile, hands, seat,
                                scores[side_of[seat]], stock)
+        elif cautious >> seat & 1:
+            found = _cautious(rules, nodes, ends, total, hand,
+                              hands[seat + 1 if seat + 1 < players else 0],
+                              scores[side_of[seat]])
+            if found is not None:
+                index, tile = found
+                placed = play_tile(rules, nodes, ends, index, tile, hands, seat,
+                                   scores[side_of[seat]], stock)
         elif greedy:
             score = scores[side_of[seat]]
             only_spinner = four_first and any(e[0] == 0 for e in ends)
@@ -279,6 +293,53 @@ def _run(state: GameState, rand: Callable[[], float], greedy: bool,
             if to_state:
                 log.append((seat, PASSED, -1, -1, 0, -1))
             turn = seat + 1 if seat + 1 < players else 0
+
+
+def _cautious(rules: Rules, nodes: list[Node], ends: Ends, total: int, hand: int, after: int,
+              score: int) -> tuple[int, int] | None:
+    """`CAUTIOUS`'s play (end index, tile) from `hand`, or None when no tile fits.
+
+    The most points now (as greedy counts them) less the most the next seat, holding
+    `after`, could score straight after it; then a play that leaves the next seat no tile
+    that fits; then greedy's order. A play that empties the hand leaves nothing to answer.
+    """
+    four_first = rules.all_four_first
+    exact = rules.exact
+    best: int | None = None
+    chosen: tuple[int, int] | None = None
+    for i in open_ends(ends, four_first):
+        end = ends[i]
+        fits = hand & VALUE_MASK[end[2]]
+        while fits:
+            bit = fits & -fits
+            fits ^= bit
+            t = bit.bit_length() - 1
+            points = play_score(rules, nodes, ends, i, t, total)
+            if exact:
+                points = greedy_points(rules, points, hand == bit, score)
+            blocks = 0
+            if hand != bit:
+                node, new_ends, new_total, _, _ = play_tile(rules, nodes, ends, i, t)
+                nodes.append(node)
+                reply = 0
+                for j in open_ends(new_ends, four_first):
+                    answers = after & VALUE_MASK[new_ends[j][2]]
+                    if answers:
+                        blocks = 1
+                    while answers:
+                        b = answers & -answers
+                        answers ^= b
+                        r = play_score(rules, nodes, new_ends, j, b.bit_length() - 1, new_total)
+                        if r > reply:
+                            reply = r
+                nodes.pop()
+                points -= reply
+                blocks ^= 1
+            key = (points << 11 | blocks << 10 | _RANK_BITS[t] | 31 - end[0])
+            if best is None or key > best:
+                best = key
+                chosen = (i, t)
+    return chosen
 
 
 def _close(table: Table, settled: Settlement, scores: list[int], hands: list[int],

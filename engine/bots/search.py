@@ -25,11 +25,15 @@ from dataclasses import dataclass
 from engine.bots.knowledge import Knowledge
 from engine.bots.sampler import sample_deal
 from engine.moves import Move, Play
-from engine.playout import GREEDY, finish_hand
+from engine.playout import CAUTIOUS, GREEDY, finish_hand
 from engine.state import GameState
 
 WIN = 1000
 """What winning the game during the hand adds to a side's points."""
+
+POLICY = "greedy"
+CAREFUL = "all"
+HAND_WIN = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +67,16 @@ def outcome(move: Play, state: GameState) -> tuple[list[int], int | None]:
     """Every side's points from `move` in `state` (one deal of the hidden tiles, from
     `Knowledge.deal`) to the hand's end played out greedily, and the side that won the
     game during the hand (None if nobody did)."""
-    settled = finish_hand(state, GREEDY, first=move)
+    if POLICY == "greedy":
+        settled = finish_hand(state, GREEDY, first=move)
+    else:
+        if CAREFUL == "all":
+            mask = -1
+        else:
+            table = state.table
+            side = table.side_of[state.turn or 0]
+            mask = sum(1 << s for s in table.sides[side])
+        settled = finish_hand(state, CAUTIOUS, first=move, careful=mask)
     gains = [t - s for t, s in zip(settled.totals, state.scores, strict=True)]
     return gains, settled.game_winner
 
@@ -133,6 +146,8 @@ def estimate(
         var = sum(w * (p - mean) ** 2 for w, p in zip(weights, points, strict=True)) / total
         wins = sum(w for w, row in zip(weights, rows, strict=True) if row[i][1] == side) / total
         values = [_value(_with_win(*row[i]), side) for row in rows]
+        if HAND_WIN:
+            values = [v + HAND_WIN * ((p > 0) - (p < 0)) for v, p in zip(values, points, strict=True)]
         value = sum(w * v for w, v in zip(weights, values, strict=True)) / total
         gains = tuple(sum(w * row[i][0][k] for w, row in zip(weights, rows, strict=True))
                       / total for k in range(sides))

@@ -1,5 +1,5 @@
-"""Command line: `python -m engine play|replay|verify|selfplay|match ...` (notation.md,
-bots.md).
+"""Command line: `python -m engine play|replay|verify|analyse|selfplay|match ...`
+(notation.md, bots.md).
 
 Each subcommand is a `register(subparsers)` function in `COMMANDS`; it sets `run`, which
 takes the parsed arguments and returns the exit status. The subcommands live in this
@@ -87,6 +87,41 @@ def register_verify(sub: Any) -> None:
     p.set_defaults(run=run_verify)
 
 
+def run_analyse(args: argparse.Namespace) -> int:
+    """Analyse a transcript (notation.md "Analysis"); print the analysis as one JSON line, or
+    an error line and exit 1."""
+    from engine.analysis import analyse
+
+    try:
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        return _error("bad_file", f"cannot read {args.file}: {exc.strerror or exc}")
+    if args.deals < 1 or args.budget_ms < 1:
+        return _error("bad_budget", "--deals and --budget-ms must be at least 1")
+    try:
+        result = analyse(load_transcript(data), seed=args.seed, deals=args.deals,
+                         budget_ms=args.budget_ms)
+    except EngineError as exc:
+        return _error(exc.code, exc.message, exc.round, exc.move)
+    except RecursionError:
+        return _error("bad_format", "the transcript is nested too deeply")
+    _print(result)
+    return 0
+
+
+def register_analyse(sub: Any) -> None:
+    from engine.analysis import BUDGET_MS, DEALS
+
+    p = sub.add_parser("analyse", help="weigh every choice of a game with the strong search")
+    p.add_argument("file", help="transcript file (JSON or msgpack), or - for standard input")
+    p.add_argument("--deals", type=int, default=DEALS,
+                   help=f"sampled deals per move (default {DEALS})")
+    p.add_argument("--budget-ms", type=int, default=BUDGET_MS,
+                   help=f"CPU milliseconds for the whole game (default {BUDGET_MS})")
+    p.add_argument("--seed", type=int, default=0, help="the search's seed (default 0)")
+    p.set_defaults(run=run_analyse)
+
+
 def run_selfplay(args: argparse.Namespace) -> int:
     """Play random games; print one JSON line of figures; optionally write transcripts."""
     from engine.cli.selfplay import selfplay
@@ -123,7 +158,8 @@ def register_selfplay(sub: Any) -> None:
 
 
 COMMANDS: list[Callable[[Any], None]] = [
-    register_replay, register_verify, register_selfplay, register_match, register_play,
+    register_replay, register_verify, register_analyse, register_selfplay, register_match,
+    register_play,
 ]
 
 
