@@ -26,6 +26,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route, WebSocketRoute
 
 from server import accounts, inbox, leaderboard, lobby, logs, matchmaking, players, social
+from server.analysis import Analyst
 from server.archive import Archive
 from server.db import Postgres
 from server.guard import Guard, host_rules
@@ -58,6 +59,7 @@ def routes(settings: Settings) -> list[Route | WebSocketRoute | Mount]:
         Route("/api/tables/{table_id}/transcript", lobby.transcript, methods=["GET"]),
         Route("/api/tables/{table_id}/replay", lobby.replay, methods=["GET"]),
         Route("/api/games/{game_id}", lobby.archived_game, methods=["GET"]),
+        Route("/api/games/{game_id}/analysis", lobby.game_analysis, methods=["GET"]),
         Route("/api/accounts", accounts.register, methods=["POST"]),
         Route("/api/session", accounts.login, methods=["POST"]),
         Route("/api/session", accounts.logout, methods=["DELETE"]),
@@ -170,11 +172,13 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
                       season_months=settings.season_months)
     if service.archive:
         service.archived = archive.rendered
+    analyst = Analyst(postgres, archive.analysis_wakeup, workers=settings.analysis_workers,
+                      budget_ms=settings.analysis_budget_ms, deals=settings.analysis_deals)
     shared = AppState(
         settings=settings, metrics=metrics, redis=redis, service=service, hub=hub,
         quotas=Quotas(service.store, settings),
         bad_tokens=AddressBudget(settings.bad_token_rate), address_limits=hub.limits,
-        archive=archive, postgres=postgres)
+        archive=archive, analyst=analyst, postgres=postgres)
     setattr(app.state, STATE_ATTRIBUTE, shared)
     me_sockets = inbox.Inbox(redis, metrics, process_id)  # /ws/me (server.inbox)
     setattr(app.state, inbox.INBOX_ATTRIBUTE, me_sockets)
@@ -192,6 +196,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
             group.create_task(matchmaking.run(shared, process_id, stop))
             if service.archive:
                 group.create_task(archive.run(stop))
+                group.create_task(analyst.run(stop))
             if db_url is not None:
                 group.create_task(leaderboard.run_refresh(postgres, stop,
                                                           settings.leaderboard_refresh_s))

@@ -15,6 +15,9 @@ committed does the table get its ``RETENTION`` (so its keys never expire before 
 archived) and the job leave the queue. With PostgreSQL down the jobs stay and the worker retries
 with backoff (up to ``ARCHIVE_RETRY_MAX_S``); the tables waiting meanwhile stay in Redis.
 
+Each game's row goes with a pending ``game_analysis`` row in the same transaction, the job of
+the post-game analysis (server.analysis).
+
 Reads. `Archive.rendered` answers a transcript or replay read once Redis no longer has the table
 (a private game needs its invite: seat tokens are gone with the table); a replay is rendered from
 the archived transcript in the render worker once and kept in the row. `Archive.game` answers
@@ -248,6 +251,7 @@ class Archive:
         self.poll_s = poll_s
         self.season_months = seasons.check_months(season_months)
         self.archived = 0  # games this process wrote (for tests and logs)
+        self.analysis_wakeup = asyncio.Event()  # set for each game written (server.analysis)
 
     def _pool(self) -> Any:
         pool = self.postgres.pool
@@ -366,12 +370,15 @@ class Archive:
                 return None  # another process archived it meanwhile
             await conn.executemany(_INSERT_SEAT,
                                    seat_rows(record, transcript, ended_ms, accounts))
+            await conn.execute("INSERT INTO game_analysis (game_id, queued_at) VALUES ($1, $2)",
+                               job.table_id, ended)
             if record.config.rated:
                 changes = await rate_game(conn, record, accounts, ended)
                 await score_season(conn, record, accounts, ended, self.season_months)
                 await conn.execute("UPDATE games SET rating_changes = $2::jsonb WHERE id = $1",
                                    job.table_id, json.dumps(changes))
         self.archived += 1
+        self.analysis_wakeup.set()
         log.info("game archived: %s", job.table_id)
         return changes
 

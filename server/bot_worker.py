@@ -1,17 +1,24 @@
-"""What a bot worker process runs: one bot move, and the CPU time it cost.
+"""What a bot worker process runs: one bot move and the CPU time it cost, or one game's
+post-game analysis.
 
-Runs in the scheduler's worker processes (spawned, so this module keeps its imports to the
-engine). Imports only `engine.bots`.
+Runs in the scheduler's worker processes and the analysis workers (server.analysis), spawned,
+so this module keeps its imports to the engine and the standard library.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from engine.analysis import analyse
 from engine.bots import choose_move
+
+ANALYSIS_NICENESS = 10
+"""How much lower than the server's the analysis workers' CPU priority is (os.nice)."""
 
 
 def warm() -> int:
@@ -24,3 +31,18 @@ def think(level: str, view: Mapping[str, Any], seed: int) -> tuple[Any, float]:
     started = time.thread_time()
     move = choose_move(level, view, seed)
     return move, time.thread_time() - started
+
+
+def lower_priority() -> None:
+    """Start-up of an analysis worker: run below the server and the bot workers, so that
+    analysing never takes a core from a live table."""
+    os.nice(ANALYSIS_NICENESS)
+
+
+def analyse_game(transcript_gz: bytes, deals: int, budget_ms: int) -> tuple[bytes, int]:
+    """The analysis of an archived game (its gzip-compressed transcript), gzip-compressed, and
+    the CPU milliseconds it cost."""
+    result = analyse(json.loads(gzip.decompress(transcript_gz)), deals=deals,
+                     budget_ms=budget_ms)
+    body = json.dumps(result, separators=(",", ":")).encode()
+    return gzip.compress(body, 6), int(result["cpu_ms"])

@@ -322,6 +322,13 @@ async def archived_game(request: Request) -> Response:
     return JSONResponse(game)
 
 
+async def game_analysis(request: Request) -> Response:
+    """An archived game's post-game analysis (server.analysis), or how far it is."""
+    found = await _state(request).analyst.read(request.path_params["game_id"],
+                                               request.query_params.get("invite"))
+    return JSONResponse(found)
+
+
 async def gzipped_json(request: Request, body: bytes) -> Response:
     """A stored gzip-compressed JSON body, sent as it is to a client that accepts gzip (every
     browser), else uncompressed off the event loop."""

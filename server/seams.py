@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # types only: none of these is imported at run time from here
 
     from engine import Move
     from server.admission import AddressLimits
+    from server.analysis import Analyst
     from server.archive import Archive
     from server.db import Postgres
     from server.fanout import Hub
@@ -145,6 +146,7 @@ class AppState:
     bad_tokens: AddressBudget
     address_limits: AddressLimits
     archive: Archive
+    analyst: Analyst
     postgres: Postgres
 
 

@@ -142,6 +142,10 @@ class Settings:
     archive_retry_max_s: float = 30.0  # longest wait between tries while PostgreSQL is down
     # The leaderboards snapshot (server.leaderboard) is rebuilt this often, by one process.
     leaderboard_refresh_s: float = 60.0
+    # Post-game analysis (server.analysis, docs/operations.md "Analysis").
+    analysis_workers: int = 1  # low-priority worker processes per server process (0: none)
+    analysis_budget_ms: int = 20_000  # CPU milliseconds per game
+    analysis_deals: int = 300  # sampled deals per analysed move
     # A season (server.seasons) lasts this many calendar months from January: 1, 2, 3, 4, 6, 12.
     season_months: int = 1
     # Quick play (server.matchmaking, docs/players.md "Quick play").
@@ -266,6 +270,9 @@ class Settings:
             leaderboard_refresh_s=_positive("LEADERBOARD_REFRESH_S",
                                             num("LEADERBOARD_REFRESH_S", d.leaderboard_refresh_s,
                                                 float)),
+            analysis_workers=max(0, int(num("ANALYSIS_WORKERS", d.analysis_workers))),
+            analysis_budget_ms=max(100, int(num("ANALYSIS_BUDGET_MS", d.analysis_budget_ms))),
+            analysis_deals=max(1, int(num("ANALYSIS_DEALS", d.analysis_deals))),
             season_months=_season_months(int(num("SEASON_MONTHS", d.season_months))),
             quickplay_window=num("QUICKPLAY_WINDOW", d.quickplay_window, float),
             quickplay_widen=num("QUICKPLAY_WIDEN", d.quickplay_widen, float),

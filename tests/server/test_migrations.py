@@ -286,3 +286,27 @@ async def test_0006_seasons(conn: asyncpg.Connection) -> None:
     assert await conn.fetchval("SELECT count(*) FROM season_scores WHERE player_id = $1",
                                ann) == 0
     assert await conn.fetchval("SELECT count(*) FROM season_scores") == 2
+
+
+async def test_0007_analysis(conn: asyncpg.Connection) -> None:
+    earlier = [m for m in load_migrations() if m.version < 7]
+    await migrate(conn, earlier)
+    await _game(conn, "old1")  # archived before the migration: queued by it
+    await migrate(conn)
+    row = await conn.fetchrow("SELECT * FROM game_analysis WHERE game_id = 'old1'")
+    assert row is not None and row["status"] == "pending" and row["tries"] == 0
+    assert row["analysis"] is None and row["lease_until"] is None
+    with pytest.raises(asyncpg.CheckViolationError):  # done means an analysis is there
+        await conn.execute("UPDATE game_analysis SET status = 'done' WHERE game_id = 'old1'")
+    with pytest.raises(asyncpg.CheckViolationError):
+        await conn.execute("UPDATE game_analysis SET status = 'later' WHERE game_id = 'old1'")
+    with pytest.raises(asyncpg.ForeignKeyViolationError):  # only archived games
+        await conn.execute("INSERT INTO game_analysis (game_id, queued_at) VALUES ('x', now())")
+    await conn.execute("UPDATE game_analysis SET status = 'done', analysis = '\\x00' "
+                       "WHERE game_id = 'old1'")
+    indexes = {r["indexname"]: r["indexdef"] for r in await conn.fetch(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'game_analysis'")}
+    assert "(queued_at DESC) WHERE (status = 'pending'::text)" in indexes[
+        "game_analysis_pending"]
+    await conn.execute("DELETE FROM games WHERE id = 'old1'")  # its analysis goes with it
+    assert await conn.fetchval("SELECT count(*) FROM game_analysis") == 0

@@ -74,6 +74,8 @@ class ServiceProcess:
             # Scripted players go straight on to the next hand; the pause between hands is
             # tested with it on (NEXT_HAND_S).
             "NEXT_HAND_S": "0",
+            # Post-game analysis costs seconds of CPU per game; tests of it turn it on.
+            "ANALYSIS_WORKERS": "0",
             **self.extra_env,
         }
         log = self.log_path.open("ab")
