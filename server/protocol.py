@@ -1,12 +1,12 @@
 """The websocket wire protocol of docs/protocol.md in one place: what a client may send, what the
 server sends back, and how a socket is closed.
 
-- Client frames: one frozen dataclass per message type (`Hello`, `Move`, `Chat`, `Ping`, `Sync`)
-  and `decode`, which turns one binary frame into one of them after checking every field, or
-  raises `ProtocolError` (a `Rejected`: one refusal type for the whole server).
+- Client frames: one frozen dataclass per message type (`Hello`, `Move`, `Chat`, `Ping`, `Sync`,
+  `Ready`, `Hint`) and `decode`, which turns one binary frame into one of them after checking
+  every field, or raises `ProtocolError` (a `Rejected`: one refusal type for the whole server).
 - Server frames: one builder per frame type (`welcome`, `snapshot`, `diff`, `accepted`,
-  `rejected`, `error`, `pong`, `chat`, `presence`), each returning the map that goes on the wire
-  with its keys in the documented order; `pack` turns it into the frame's bytes.
+  `rejected`, `error`, `hint`, `pong`, `chat`, `presence`), each returning the map that goes on
+  the wire with its keys in the documented order; `pack` turns it into the frame's bytes.
 - `Close`: every websocket close code the server uses, and `HELLO_CLOSES`, the close that
   follows each refused `hello`.
 
@@ -183,7 +183,12 @@ class Ready:
     """`{"t": "ready"}`: the seat is ready for the next hand (during the pause between hands)."""
 
 
-ClientMessage = Hello | Move | Chat | Ping | Sync | Ready
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """`{"t": "hint"}`: the seat to move asks for the strong bot's move (practice tables)."""
+
+
+ClientMessage = Hello | Move | Chat | Ping | Sync | Ready | Hint
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -232,6 +237,8 @@ def decode(data: bytes) -> ClientMessage:
         return Sync(since)
     if kind == "ready":
         return Ready()
+    if kind == "hint":
+        return Hint()
     raise ProtocolError("bad_message", f"unknown message type {kind[:40]!r}")
 
 
@@ -305,6 +312,10 @@ def rejected(id: str | int, code: str, message: str,
 
 def error(code: str, message: str) -> Frame:
     return {"t": "error", "code": code, "message": message}
+
+
+def hint(v: int, move: Mapping[str, object]) -> Frame:
+    return {"t": "hint", "v": v, "move": move}
 
 
 def pong(n: int | None) -> Frame:

@@ -161,6 +161,7 @@ class TableRecord:
             "clock": clocks.document(self.config.clock, self.clock),
             "private": self.config.private, "result": self.result,
             "commitment": self.commitment, "rated": self.config.rated,
+            "hints": self.config.hints,
             "ratings": None if self.ratings is None else [dict(r) for r in self.ratings],
             "next_hand": None if self.next_hand is None else {
                 "deadline": self.next_hand["deadline"], "ready": list(self.next_hand["ready"])},
@@ -225,7 +226,8 @@ class TableRecord:
             "seats": [seat.to_data() for seat in self.seats], "private": self.config.private,
             "v": version, "clock": clock.to_request() if clock else None,
             "on_timeout": self.config.on_timeout, "created": self.created_ms,
-            "rated": self.config.rated, "family": self.config.family,
+            "rated": self.config.rated, "hints": self.config.hints,
+            "family": self.config.family,
         }
 
     # -- turns and time --------------------------------------------------------------------

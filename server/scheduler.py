@@ -106,6 +106,7 @@ class Think:
     view: dict[str, Any]
     seed: int
     future: asyncio.Future[engine.Move]
+    slot: bool = True  # handed back `reply_slot_ms` after the think began (a hint: at once)
 
 
 async def sleep_until(when: float) -> None:
@@ -474,6 +475,15 @@ class Scheduler:
         await sleep_until(started + reply_slot_ms(level) / 1000)
         return move
 
+    async def hint(self, view: dict[str, Any], seed: int, owner: str = "") -> engine.Move:
+        """The `strong` bot's move for a seat's own `view` (a practice table's hint). It thinks
+        in a worker process like a bot's move, in the same queue and CPU budget, and is
+        answered as soon as it is found."""
+        future: asyncio.Future[engine.Move] = asyncio.get_running_loop().create_future()
+        self.thinks.push(owner, Think("strong", view, seed, future, slot=False))
+        self._start_thinks()
+        return await future
+
     def _start_thinks(self) -> None:
         while self.thinking < self.workers and len(self.thinks):
             if not self.budget.available():
@@ -512,7 +522,8 @@ class Scheduler:
             self.thinking -= 1
             self.budget.settle(estimate, cost)
             self._start_thinks()
-        await sleep_until(started + reply_slot_ms(job.level) / 1000)
+        if job.slot:
+            await sleep_until(started + reply_slot_ms(job.level) / 1000)
         if not job.future.done():
             job.future.set_result(move)
 

@@ -69,6 +69,8 @@ class TablePlay(Protocol):
 
     async def ready(self, table_id: str, seat: int, token: str | None) -> int: ...
 
+    async def hint(self, table_id: str, seat: int) -> tuple[int, dict[str, object]]: ...
+
 
 class TableLobby(Protocol):
     """What the HTTP lobby asks of the tables."""

@@ -20,7 +20,7 @@ from server.rejected import Rejected
 MAX_NAME = text.MAX_TABLE_NAME
 MAX_PLAYER_NAME = text.MAX_PLAYER_NAME
 REQUEST_FIELDS = frozenset({"rules", "players", "bots", "clock", "on_timeout", "private", "name",
-                            "spectator_chat", "rated"})
+                            "spectator_chat", "rated", "hints"})
 ON_TIMEOUT = ("bot", "forfeit")
 REALTIME_MOVE_S = (1, 3600)
 REALTIME_RESERVE_S = (0, 24 * 3600)
@@ -101,6 +101,7 @@ class TableConfig:
     # (at most SPECTATOR_CHAT_MAX spectators).
     spectator_chat: bool | None = None
     rated: bool = False  # every seat a registered player; ratings change at the end
+    hints: bool = False  # a practice table: its players may ask for the strong bot's move
     family: str = "fives"  # the rating family of its rules (FAMILIES)
 
     def to_data(self) -> dict[str, Any]:
@@ -111,7 +112,7 @@ class TableConfig:
                 "bots": {str(s): lvl for s, lvl in self.bots.items()}, "clock": clock,
                 "on_timeout": self.on_timeout, "private": self.private,
                 "spectator_chat": self.spectator_chat, "rated": self.rated,
-                "family": self.family}
+                "hints": self.hints, "family": self.family}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> TableConfig:
@@ -122,6 +123,7 @@ class TableConfig:
             clock=ClockConfig(clock[0], clock[1], clock[2], clock[3]) if clock else None,
             on_timeout=data["on_timeout"], private=data["private"],
             spectator_chat=data.get("spectator_chat"), rated=bool(data.get("rated", False)),
+            hints=bool(data.get("hints", False)),
             family=data.get("family") or family_of(data["rules"], data["players"]),
         )
 
@@ -187,6 +189,7 @@ def create_meta() -> dict[str, Any]:
             "on_timeout": {"choices": list(ON_TIMEOUT), "default": "bot"},
             "private": {"default": False},
             "rated": {"default": False},
+            "hints": {"default": False, "needs_bots": True},
             "spectator_chat": {"choices": [True, False, None], "default": None},
             "name": {"max_length": MAX_NAME},
             "player_name": {"max_length": MAX_PLAYER_NAME},
@@ -306,6 +309,12 @@ def parse_create_request(request: object) -> TableConfig:
     bots = _bots(request.get("bots"), players)
     if rated and bots:
         raise Rejected("rated_bots", "a rated table has no bot seats", status=400)
+    hints = request.get("hints", False)
+    if not isinstance(hints, bool):
+        raise _bad("hints must be true or false")
+    if hints and (rated or not bots):
+        raise Rejected("hints_practice_only",
+                       "hints are for casual tables with at least one bot seat", status=400)
     clock = _clock(request.get("clock"))
     if rated and clock is None:  # a rated game must end: a stalled turn is played for
         clock = _clock({"kind": "realtime", **REALTIME_DEFAULTS})
@@ -316,5 +325,5 @@ def parse_create_request(request: object) -> TableConfig:
         name=name[:MAX_NAME], players=players, rules=rules.spec,
         bots=bots, clock=clock,
         on_timeout=str(on_timeout), private=private, spectator_chat=spectator_chat,
-        rated=rated, family=family_of(spec, players),
+        rated=rated, hints=hints, family=family_of(spec, players),
     )

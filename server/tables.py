@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgpack
 import redis.asyncio
@@ -58,6 +58,9 @@ from server.store import (
     token_hash,
 )
 from server.table_config import TableConfig, parse_create_request
+
+if TYPE_CHECKING:  # the scheduler imports this module: its type only
+    from server.scheduler import Scheduler
 
 __all__ = ["SPECTATORS", "Rejected", "TableService", "token_hash"]
 
@@ -203,6 +206,7 @@ class TableService:
         # Inbox notices (`Notices` in the application; None: none are sent): "your_turn" to an
         # account whose turn a commit started, "rematch" when a rematch table is made.
         self.notify: Notify | None = None
+        self.scheduler: Scheduler | None = None  # this process's, while `run_deadlines` runs
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
         self._render_pool: ProcessPoolExecutor | None = None  # started on the first render
         self._render_slot = asyncio.Semaphore(1)
@@ -1015,11 +1019,36 @@ class TableService:
                                     client=(seat, f"ready:{loaded.record.game.round}"),
                                     require=None if token is None else (seat, token))
 
+    async def hint(self, table_id: str, seat: int) -> tuple[int, dict[str, object]]:
+        """A practice table's hint for ``seat``, the seat to move: the `strong` bot's move for
+        that seat's own view (engine.view: its hand and what is public, nothing else), thought
+        in the scheduler's worker processes. Returns (the version it is for, the move in the
+        notation). Rejected unless the table has hints on and it is that seat's turn."""
+        loaded = await self.load(table_id)
+        record = loaded.record
+        if not record.config.hints:
+            raise Rejected("hints_off", "this table has no hints", status=409)
+        if record.seat_to_move != seat or record.next_hand is not None:
+            raise Rejected("not_your_turn", "a hint is for the seat to move", status=409)
+        scheduler = self.scheduler
+        if scheduler is None:
+            raise Rejected("unavailable", "no bot worker is running", status=503)
+        from server.scheduler import bot_seed
+
+        view = engine.view(record.game, seat)
+        move = await scheduler.hint(view, bot_seed(record, loaded.version),
+                                    record.seats[seat].owner or table_id)
+        return loaded.version, engine.move_to_data(move)
+
     async def run_deadlines(self, stop: asyncio.Event, settings: Settings | None = None) -> None:
         from server.scheduler import Scheduler
 
         scheduler = Scheduler(self) if settings is None else Scheduler.from_settings(self, settings)
-        await scheduler.run(stop)
+        self.scheduler = scheduler
+        try:
+            await scheduler.run(stop)
+        finally:
+            self.scheduler = None
 
 
 def rematch_refusal(record: TableRecord) -> None:

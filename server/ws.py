@@ -31,6 +31,7 @@ from server.protocol import (
     ClientMessage,
     Close,
     Hello,
+    Hint,
     Move,
     Ping,
     ProtocolError,
@@ -54,8 +55,8 @@ class Session:
     """One client's conversation, from hello to close."""
 
     __slots__ = (
-        "address", "attached", "bad_tokens", "bucket", "chat_bucket", "conn", "hub", "limits",
-        "metrics", "service", "settings", "ws",
+        "address", "attached", "bad_tokens", "bucket", "chat_bucket", "conn", "hint_task", "hub",
+        "limits", "metrics", "service", "settings", "ws",
     )
 
     def __init__(self, websocket: WebSocket, state: AppState) -> None:
@@ -72,6 +73,7 @@ class Session:
         self.chat_bucket = TokenBucket(self.settings.chat_rate, self.settings.chat_burst)
         self.address = websocket.client.host if websocket.client else "?"
         self.attached = False
+        self.hint_task: asyncio.Task[None] | None = None
 
     def log(self, msg: str, level: int = logging.INFO, exc: bool = False, **fields: object) -> None:
         event(msg, level=level, exc=exc, table=self.conn.table or None, seat=self.conn.seat,
@@ -137,6 +139,8 @@ class Session:
             async with asyncio.TaskGroup() as group:
                 self.conn.group = group
                 await self._read_safely()
+                if self.hint_task is not None:
+                    self.hint_task.cancel()
                 self.conn.close_soon(Close.NORMAL)  # no-op when a close is already underway
         except asyncio.CancelledError:
             if not forced:
@@ -284,6 +288,8 @@ class Session:
             await self.hub.resync(self.conn, message.since)
         elif isinstance(message, Ready):
             await self._ready()
+        elif isinstance(message, Hint):
+            self._start_hint()
         else:
             raise ProtocolError("bad_message", AGAIN_HELLO, kind="hello")
 
@@ -370,6 +376,27 @@ class Session:
         except (RedisError, OSError, Rejected):
             self.metrics.redis_errors.inc()
             self.hub.request_pump(self.conn.table, None)
+
+    def _start_hint(self) -> None:
+        """Think of a hint beside the reader (it takes a bot's think), one at a time."""
+        if self.conn.seat is None:
+            self.refuse(Rejected("not_seated", "spectators get no hints", status=403))
+        elif self.hint_task is not None and not self.hint_task.done():
+            self.refuse(Rejected("rate_limited", "a hint is being thought of", status=429))
+        elif self.conn.group is not None:
+            self.hint_task = self.conn.group.create_task(self._hint(self.conn.seat))
+
+    async def _hint(self, seat: int) -> None:
+        try:
+            version, move = await self.service.hint(self.conn.table, seat)
+        except Rejected as rej:
+            self.refuse(rej)
+        except (RedisError, OSError) as exc:
+            self.metrics.redis_errors.inc()
+            self.log("redis error", level=logging.WARNING, error=repr(exc))
+            self.refuse(unavailable())
+        else:
+            self.conn.send_message(protocol.hint(version, move))
 
     async def _chat(self, message: Chat) -> None:
         if self.chat_bucket.take() != "ok":

@@ -71,7 +71,7 @@ async def test_the_bounds_it_gives_are_the_bounds_a_create_request_has(
 ) -> None:
     create = (await meta(http))["create"]
     assert set(create["fields"]) == {"rules", "players", "bots", "clock", "on_timeout", "private",
-                                     "name", "spectator_chat", "rated"}
+                                     "name", "spectator_chat", "rated", "hints"}
     players = create["players"]
     assert (players["min"], players["max"], players["default"]) == (2, 4, 2)
     for n in (players["min"], players["max"]):

@@ -19,9 +19,11 @@ from server.protocol import (
     Chat,
     Close,
     Hello,
+    Hint,
     Move,
     Ping,
     ProtocolError,
+    Ready,
     Sync,
     decode,
     hello_close,
@@ -69,6 +71,9 @@ def refused(message: object) -> ProtocolError:
     ({"t": "ping", "n": None}, Ping(None)),
     ({"t": "sync", "since": 12}, Sync(12)),
     ({"t": "sync", "since": 0}, Sync(0)),
+    ({"t": "ready"}, Ready()),
+    ({"t": "hint"}, Hint()),
+    ({"t": "hint", "extra": 1}, Hint()),  # ignored key
 ])
 def test_every_message_type_decodes_to_its_dataclass(message: dict[str, Any],
                                                      expected: object) -> None:
@@ -214,6 +219,8 @@ def test_the_builders_give_the_documented_frames_in_their_key_order() -> None:
          {"t": "error", "code": "bad_message", "message": "unknown message type 'jump'"}),
         (protocol.pong(5), {"t": "pong", "n": 5}),
         (protocol.pong(None), {"t": "pong", "n": None}),
+        (protocol.hint(14, {"play": "6-4", "on": "4-4"}),
+         {"t": "hint", "v": 14, "move": {"play": "6-4", "on": "4-4"}}),
         (protocol.chat(0, "ann", "gg", 1764470000123),
          {"t": "chat", "seat": 0, "name": "ann", "text": "gg", "ts": 1764470000123}),
         (protocol.presence([True, False], 3),

@@ -133,8 +133,8 @@ async def test_first_version_is_the_whole_waiting_document(tables: TableService)
                   {"name": None, "bot": None, "taken": False, "player": None},
                   {"name": "Bot", "bot": "greedy", "taken": True, "player": None}],
         "clock": {"kind": None, "deadline": None, "reserve": None},
-        "private": False, "result": None, "rated": False, "ratings": None, "next_hand": None,
-        "rematch": None,
+        "private": False, "result": None, "rated": False, "hints": False, "ratings": None,
+        "next_hand": None, "rematch": None,
         # the deal commitment's value is checked against the revealed seed in test_fair_deal.py
         "commitment": message["ops"][0][2]["table"]["commitment"],
     }
@@ -337,7 +337,7 @@ async def test_summary_and_listing_put_open_tables_first(tables: TableService) -
         "rules": {"preset": "all-fives", "target": 250}, "status": "waiting",
         "seats": [{"name": None, "bot": None, "taken": False, "player": None}] * 2,
         "private": False, "v": 1, "clock": None, "on_timeout": "bot",
-        "created": listed[0]["created"], "rated": False, "family": "fives",
+        "created": listed[0]["created"], "rated": False, "hints": False, "family": "fives",
     }
     assert listed[1]["status"] == "playing" and listed[1]["v"] == 3
 
