@@ -231,6 +231,7 @@ class Table:
         self.id, self.stats, self.crowd = table_id, stats, crowd
         self.clients: list[Client] = []
         self.waiting: dict[int, tuple[float, int, asyncio.Event]] = {}
+        self.sent = 0  # moves sent: their ids stay unique across calls of `play`
 
     def arrived(self, version: int, now: float) -> None:
         entry = self.waiting.get(version)
@@ -247,7 +248,6 @@ class Table:
     async def play(self, pace: float, deadline: float) -> None:
         await asyncio.sleep(random.uniform(0, pace))
         seats = {c.seat: c for c in self.clients if c.seat is not None}
-        n = 0
         next_at = time.perf_counter()
         while time.perf_counter() < deadline:
             doc = self.clients[0].doc
@@ -262,13 +262,13 @@ class Table:
             if not legal:
                 await asyncio.sleep(0.01)
                 continue
-            n += 1
+            self.sent += 1
             new_v = mover.v + 1
             done = asyncio.Event()
             sent = time.perf_counter()
             self.waiting[new_v] = (sent, len(self.clients), done)
             try:
-                answer = await mover.move(legal[0], f"m{n}")
+                answer = await mover.move(legal[0], f"m{self.sent}")
             except websockets.ConnectionClosed as exc:
                 self.stats.errors += 1
                 self.stats.closed.append(str(exc))
