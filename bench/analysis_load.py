@@ -116,7 +116,7 @@ def line(name: str, stats: Stats) -> str:
 
 async def run(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="dominoes-analysis-bench-"))
-    os.chmod(tmp, 0o755)  # noqa: ASYNC240 (PostgreSQL runs as its own user under root)
+    os.chmod(tmp, 0o755)  # PostgreSQL runs as its own user when this runs as root
     redis = RedisProcess(tmp / "redis", appendfsync="everysec")
     pg = PgProcess(tmp / "postgres")
     server: Server | None = None
