@@ -3,7 +3,8 @@
  * list open and live tables, join a seat or watch. Talks to the server only through
  * api.js; the game itself happens on the table page. The presets, options and bot levels
  * offered are the server's (GET /api/meta, meta.js). A logged-in player sits under the
- * account's name and may make the table rated (account seats only, no bots).
+ * account's name and may make the table rated (account seats only, no bots); a casual table
+ * with a bot may have hints (practice).
  */
 import { currentUser, loadUser } from "./account.js";
 import { api, playerName, saveSeat, savedSeat, setPlayerName } from "./api.js";
@@ -128,6 +129,9 @@ function createForm(meta, user) {
       " Rated (players with an account, no bots)"),
     user ? null : el("p", { class: "muted rated-hint" }, el("a", { href: "#/login" }, "Log in"),
       " to play rated games."),
+    el("label", { class: "check hints-check" },
+      el("input", { type: "checkbox", name: "hints" }),
+      " Hints (practice against bots: ask what the strong bot would play)"),
     el("p", { class: "form-error", role: "alert" }),
     el("button", { type: "submit", class: "primary" }, "Create and sit down"));
 
@@ -143,11 +147,23 @@ function createForm(meta, user) {
       return field(`Seat ${i + 2}`,
         el("select", { name: `seat${i + 1}`, class: "seat-kind", disabled: rated,
           title: rated ? "A rated table has no bots" : null,
-          onchange: (e) => { chosen[i] = e.target.value; } },
+          onchange: (e) => { chosen[i] = e.target.value; syncHints(); } },
         el("option", { value: "human", selected: rated || was === "human" }, "Open for a player"),
         levels.map((l) => el("option", { value: l, disabled: rated, selected: !rated && l === was },
           `Bot (${l})`))));
     }));
+    syncHints();
+  }
+  /** Hints are for casual tables with a bot: the box is off otherwise. */
+  function syncHints() {
+    const n = Number(form.players.value);
+    const rated = Boolean(form.rated?.checked);
+    const bot = Array.from({ length: n - 1 }, (_, i) => form[`seat${i + 1}`]?.value)
+      .some((v) => v && v !== "human");
+    const box = form.hints;
+    box.disabled = rated || !bot;
+    if (box.disabled) box.checked = false;
+    box.closest("label").classList.toggle("disabled", box.disabled);
   }
   function drawClock() {
     const kind = form.clock.value;
@@ -187,6 +203,7 @@ function createForm(meta, user) {
     };
     if (clock) spec.on_timeout = form.on_timeout.value;
     if (rated) spec.rated = true;
+    if (form.hints.checked && !form.hints.disabled) spec.hints = true;
     const button = form.querySelector("button[type=submit]");
     button.disabled = true;
     try {

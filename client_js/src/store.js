@@ -29,6 +29,7 @@ export function initialState(tableId = null) {
     watching: null, // spectators watching, when the presence frame says (`spectators`)
     duplicates: 0,
     broken: false,
+    hint: null, // the last hint ({v, move}): the strong bot's move at version v (practice tables)
   };
 }
 
@@ -99,6 +100,12 @@ function updateIn(node, path, fn, creating = false, depth = 0) {
   return { ...node, [key]: updateIn(node[key], path, fn, creating, depth + 1) };
 }
 
+/** The hint for the position shown ({play, on} / {draw} / {pass}), or null when there is none
+ * or it is for an earlier version. */
+export function currentHint(state) {
+  return state.hint && state.hint.v === state.v ? state.hint.move : null;
+}
+
 /** Reduces one message (server message or local action) into a new state. */
 export function reduce(state, msg) {
   switch (msg.t) {
@@ -131,6 +138,8 @@ export function reduce(state, msg) {
         ...state, presence: Array.isArray(msg.online) ? msg.online : [],
         watching: presenceCount(msg),
       };
+    case "hint":
+      return { ...state, hint: { v: msg.v, move: msg.move ?? null } };
     case "pong":
       return state;
     // local actions

@@ -45,6 +45,7 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
     viewFrom: null, // the seat a spectator watches from (at the bottom)
     closedDialog: null, // the dialog closed to look at the board (view/dialogs.js dialogKey)
     readySent: null, // the hand after which this seat said it is ready
+    hintAsked: null, // the version a hint was asked for (practice tables), until it comes
   };
   let pausedAfter = null; // the hand the table is paused after (table.next_hand), or null
   let autoDrawTimer = null;
@@ -61,6 +62,7 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
 
   function dispatch(msg) {
     state = reduce(state, msg);
+    if (msg.t === "hint" || (msg.t === "error" && ui.hintAsked !== null)) ui.hintAsked = null;
     if (msg.t === "welcome") resumeTo = msg.v;
     if (state.broken && socket) {
       // our document no longer matches the server's: start again from a snapshot
@@ -222,6 +224,11 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
     },
     closeDialog(key) {
       ui.closedDialog = key ?? null;
+      render();
+    },
+    hint() {
+      if (!canMove(state) || !state.doc?.table?.hints || ui.hintAsked === state.v) return;
+      if (socket.send({ t: "hint" })) ui.hintAsked = state.v;
       render();
     },
     ready() {

@@ -3,8 +3,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  applyOps, canMove, initialState, playsByTile, reduce, sinceVersion,
+  applyOps, canMove, currentHint, initialState, playsByTile, reduce, sinceVersion,
 } from "../src/store.js";
+import { hintWords } from "../src/view/table.js";
 
 const fx = JSON.parse(readFileSync(new URL("./fixtures/protocol-examples.json", import.meta.url)));
 const clone = (x) => structuredClone(x);
@@ -178,4 +179,17 @@ test("a pending move can be dropped locally (superseded after a resume)", () => 
   let s = reduce(seatedAtV12(), { t: "local/move", id: "m1", v: 12, move: { draw: true } });
   s = reduce(s, { t: "local/unpend" });
   assert.equal(s.pending, null);
+});
+
+test("a hint holds for its version only", () => {
+  const s = seatedAtV12();
+  assert.equal(currentHint(s), null);
+  const hinted = reduce(s, { t: "hint", v: 12, move: { play: "6-4", on: "4-4" } });
+  assert.deepEqual(currentHint(hinted), { play: "6-4", on: "4-4" });
+  assert.equal(hintWords(currentHint(hinted)), "play 6-4 on 4-4");
+  assert.equal(hintWords({ play: "5-5" }), "play 5-5");
+  assert.equal(hintWords({ draw: true }), "draw");
+  const moved = reduce(hinted, clone(fx.diff_v13));
+  assert.equal(moved.v, 13);
+  assert.equal(currentHint(moved), null); // the table moved on: the hint is stale
 });

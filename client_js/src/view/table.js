@@ -5,7 +5,7 @@
  * inputs changed (the store shares unchanged parts of the document by reference).
  * User intents go to the `actions` callbacks; nothing here talks to the network.
  */
-import { playsByTile, canMove } from "../store.js";
+import { playsByTile, canMove, currentHint } from "../store.js";
 import { boardSvg, boxFor, BoardZoom } from "./board.js";
 import { el, fill, seatLabel } from "./dom.js";
 import { clockText, clockTitle, seatClock } from "../clock_format.js";
@@ -205,9 +205,11 @@ export class TableView {
     this.region("board", [game?.layout, ui.selected, state.pending],
       () => this.drawBoard(game, ui));
     this.region("info", [game, state.ev], () => this.drawInfo(game, table));
-    this.region("hand", [game?.hand, game?.legal, ui.selected, state.pending, state.seat, state.ev],
+    this.region("hand", [game?.hand, game?.legal, ui.selected, state.pending, state.seat, state.ev,
+      state.hint, state.v],
       () => this.drawHand(state, ui));
-    this.region("buttons", [game?.legal, ui.selected, state.pending, state.seat, game?.turn],
+    this.region("buttons", [game?.legal, ui.selected, state.pending, state.seat, game?.turn,
+      table?.hints, state.hint, state.v, ui.hintAsked],
       () => this.drawButtons(state, ui));
     this.region("notice", [state.rejected, state.error, state.conn],
       () => this.drawNotice(state));
@@ -318,15 +320,16 @@ export class TableView {
     const plays = playsByTile(game);
     const mine = canMove(state);
     const drawn = new Set((state.ev ?? []).filter((e) => e.type === "draw" && e.tile).map((e) => e.tile));
+    const hinted = mine ? currentHint(state)?.play ?? null : null;
     fill(h, ...hand.map((tile, i) => {
       const playable = mine && tile in plays;
       const cls = `hand-tile${playable ? " playable" : ""}${ui.selected === tile ? " selected" : ""}${
-        drawn.has(tile) ? " drawn" : ""}`;
+        drawn.has(tile) ? " drawn" : ""}${hinted === tile ? " hinted" : ""}`;
       return el("button", {
         type: "button", class: cls, "data-tile": tile, tabindex: i === 0 ? 0 : -1,
         "aria-pressed": ui.selected === tile ? "true" : "false",
         "aria-disabled": playable ? "false" : "true",
-        "aria-label": `${tile}${playable ? ", playable" : ""}`,
+        "aria-label": `${tile}${playable ? ", playable" : ""}${hinted === tile ? ", suggested" : ""}`,
         html: uprightTile(tile),
       });
     }));
@@ -394,7 +397,18 @@ export class TableView {
             : turn === null || turn === undefined ? "" : `${this.seatName(state.doc.table, turn)} to play`;
       out.push(el("span", { class: `hint${mine ? " your-turn" : ""}` }, text));
     }
+    if (mine && state.doc.table?.hints && !ui.selected) out.push(this.hintPart(state, ui));
     fill(box, ...out);
+  }
+
+  /** A practice table's hint: the button that asks for it, or the hint itself. */
+  hintPart(state, ui) {
+    const hint = currentHint(state);
+    if (hint) return el("span", { class: "hint hint-move", role: "status" }, `Hint: ${hintWords(hint)}`);
+    const asked = ui.hintAsked === state.v;
+    return el("button", { type: "button", class: "ghost", "data-action": "hint", disabled: asked,
+      title: "What would the strong bot play?", onclick: () => this.actions.hint() },
+    asked ? "Thinking…" : "Hint");
   }
 
   drawNotice(state) {
@@ -484,6 +498,13 @@ export class TableView {
 }
 
 /** Index of the layout tile played last (the layout is in play order). */
+/** A hint's move in words ("play 6-4 on 4-4"). */
+export function hintWords(move) {
+  if (move.draw) return "draw";
+  if (move.pass) return "pass";
+  return move.on ? `play ${move.play} on ${move.on}` : `play ${move.play}`;
+}
+
 function lastPlayIndex(game) {
   const layout = game.layout ?? [];
   return layout.length ? layout.length - 1 : null;
