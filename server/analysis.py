@@ -32,6 +32,7 @@ from typing import Any
 from server import bot_worker
 from server.archive import PG_ERRORS, ArchiveUnavailable, unavailable, unknown_game
 from server.db import Postgres
+from server.metrics import Metrics
 from server.store import TABLE_ID
 from server.tables import invite_matches
 
@@ -62,8 +63,10 @@ class Analyst:
     """The analysis workers of one process, and the reader of finished analyses."""
 
     def __init__(self, postgres: Postgres, wakeup: asyncio.Event, *, workers: int = 1,
-                 budget_ms: int = 20_000, deals: int = 300, poll_s: float = POLL_S) -> None:
+                 budget_ms: int = 20_000, deals: int = 300, poll_s: float = POLL_S,
+                 metrics: Metrics | None = None) -> None:
         self.postgres = postgres
+        self.metrics = metrics
         self.wakeup = wakeup  # set when a game was archived (Archive.analysis_wakeup)
         self.workers = workers
         self.budget_ms = budget_ms
@@ -135,6 +138,8 @@ class Analyst:
             await pg.execute("UPDATE game_analysis SET status = 'failed', lease_until = NULL "
                              "WHERE game_id = $1 AND status = 'pending'", game_id)
             log.warning("analysis failed for good: %s", game_id)
+            if self.metrics is not None:
+                self.metrics.analyses.labels(status="failed").inc()
             return True
         transcript_gz = await pg.fetchval("SELECT transcript FROM games WHERE id = $1", game_id)
         try:
@@ -146,6 +151,9 @@ class Analyst:
             return True
         await pg.execute(_DONE, game_id, body, cpu_ms)
         self.analysed += 1
+        if self.metrics is not None:
+            self.metrics.analyses.labels(status="done").inc()
+            self.metrics.analysis_cpu.inc(cpu_ms / 1000)
         log.info("game analysed: %s (%d ms of CPU)", game_id, cpu_ms)
         return True
 

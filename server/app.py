@@ -173,7 +173,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     if service.archive:
         service.archived = archive.rendered
     analyst = Analyst(postgres, archive.analysis_wakeup, workers=settings.analysis_workers,
-                      budget_ms=settings.analysis_budget_ms, deals=settings.analysis_deals)
+                      budget_ms=settings.analysis_budget_ms, deals=settings.analysis_deals,
+                      metrics=metrics)
     shared = AppState(
         settings=settings, metrics=metrics, redis=redis, service=service, hub=hub,
         quotas=Quotas(service.store, settings),

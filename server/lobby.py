@@ -28,6 +28,7 @@ from server.db import DB_DOWN
 from server.fairness import owner_key
 from server.identity import SESSION_COOKIE, Visitor, changing, pool
 from server.identity import unavailable as unavailable_accounts
+from server.record import FINISHED
 from server.rejected import Rejected, unavailable
 from server.seams import app_state
 from server.table_config import clean_player_name, create_meta
@@ -323,9 +324,23 @@ async def archived_game(request: Request) -> Response:
 
 
 async def game_analysis(request: Request) -> Response:
-    """An archived game's post-game analysis (server.analysis), or how far it is."""
-    found = await _state(request).analyst.read(request.path_params["game_id"],
-                                               request.query_params.get("invite"))
+    """An archived game's post-game analysis (server.analysis), or how far it is: a game that
+    has ended but is not archived yet is `pending` too (for a reader who may see its table)."""
+    state = _state(request)
+    game_id = request.path_params["game_id"]
+    invite = request.query_params.get("invite")
+    try:
+        found = await state.analyst.read(game_id, invite)
+    except Rejected as refusal:
+        if refusal.code != "unknown_game":
+            raise
+        try:
+            live = await state.service.summary(game_id, invite)
+        except Rejected:
+            raise refusal from None
+        if live["status"] != FINISHED:
+            raise
+        found = {"id": game_id, "status": "pending", "analysis": None}
     return JSONResponse(found)
 
 

@@ -98,5 +98,14 @@ class Metrics:
             ["cap"], registry=r
         )
 
+        self.analyses = Counter(
+            "dominoes_analyses", "Games the post-game analysis finished, by status (done,"
+            " failed)", ["status"], registry=r
+        )
+        self.analysis_cpu = Counter(
+            "dominoes_analysis_cpu_seconds", "CPU seconds the post-game analysis spent",
+            registry=r
+        )
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

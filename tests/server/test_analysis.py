@@ -125,6 +125,10 @@ async def test_the_analysis_is_served_over_http_private_games_with_their_invite(
             assert (await player.hello(table, token))["t"] == "welcome"
             await play_to_end({0: player}, [])
             await player.close()
+            # at once, before the archive may have the game: pending, not unknown
+            first = await http.get(f"/api/games/{table}/analysis", params={"invite": invite})
+            assert first.status_code == 200, first.text
+            assert first.json()["status"] in ("pending", "done")
 
             async def analysed() -> dict[str, Any] | None:
                 got = await http.get(f"/api/games/{table}/analysis", params={"invite": invite})
@@ -142,6 +146,8 @@ async def test_the_analysis_is_served_over_http_private_games_with_their_invite(
             assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "unknown_game"
             unknown = await http.get("/api/games/nosuchgame1/analysis")
             assert unknown.status_code == 404
+            metrics = (await http.get("/metrics")).text
+            assert 'dominoes_analyses_total{status="done"} 1.0' in metrics
     finally:
         await GameClient.close_all()
         await asyncio.to_thread(service.stop)
