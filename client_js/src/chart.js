@@ -87,3 +87,92 @@ export function lineChart(history, { width = 320, height = 130, label = "rating 
   }
   return root;
 }
+
+/**
+ * Several lines over the same x steps (the replay's expected points per side): `series` is a
+ * list of equally long lists of numbers, one per line. Returns {lines: [{points: [{x, y,
+ * value}], path}], xs, min, max, ticks, plot}; x steps are spread evenly (one step sits in the
+ * middle); the value range spans at least `minSpan` and always includes 0.
+ */
+export function seriesGeometry(series, { width = 320, height = 140, pad = {}, minSpan = 10 } = {}) {
+  const p = { left: 34, right: 8, top: 8, bottom: 18, ...pad };
+  const plot = { left: p.left, right: width - p.right, top: p.top, bottom: height - p.bottom };
+  const lines = (series ?? []).map((s) => (s ?? []).map((v) => (Number.isFinite(v) ? v : null)));
+  const n = Math.max(0, ...lines.map((s) => s.length));
+  const values = lines.flat().filter((v) => v !== null);
+  if (n === 0 || values.length === 0) {
+    return { lines: lines.map(() => ({ points: [], path: "" })), xs: [], min: null, max: null, ticks: [], plot };
+  }
+  let lo = Math.min(0, ...values);
+  let hi = Math.max(0, ...values);
+  if (hi - lo < minSpan) hi = lo + minSpan;
+  const step = niceStep(hi - lo);
+  const min = Math.floor(lo / step) * step;
+  const max = Math.ceil(hi / step) * step;
+  const w = plot.right - plot.left;
+  const h = plot.bottom - plot.top;
+  const round = (v) => Math.round(v * 10) / 10;
+  const xs = Array.from({ length: n }, (_, i) => round(n === 1 ? plot.left + w / 2 : plot.left + (i / (n - 1)) * w));
+  const yOf = (v) => round(plot.bottom - ((v - min) / (max - min)) * h);
+  const out = lines.map((s) => {
+    const points = s.map((v, i) => (v === null ? null : { x: xs[i], y: yOf(v), value: v, index: i }))
+      .filter(Boolean);
+    return { points, path: points.map((pt, i) => `${i ? "L" : "M"}${pt.x} ${pt.y}`).join(" ") };
+  });
+  const ticks = [];
+  for (let v = min; v <= max + step / 2; v += step) ticks.push({ y: yOf(v), value: round(v) });
+  return { lines: out, xs, min, max, ticks, plot };
+}
+
+/**
+ * `seriesGeometry` drawn as an <svg> (scales with its container's width): one path per line
+ * with class `chart-line series-<k>`, a dot per value (its title from `titleOf(line, index)`),
+ * the step `current` marked by a vertical line, steps listed in `marked` ringed (blunders).
+ * `onPick(index)`: a click on a step's dot.
+ */
+export function seriesChart(series, {
+  width = 320, height = 140, label = "chart", current = null, marked = [], titleOf = null, onPick = null,
+  empty = "Nothing to show",
+} = {}) {
+  const g = seriesGeometry(series, { width, height });
+  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "series-chart",
+    role: "img", "aria-label": label });
+  root.append(svg("title", {}, label));
+  if (g.xs.length === 0) {
+    root.append(svg("text", { x: width / 2, y: height / 2, class: "chart-empty",
+      "text-anchor": "middle" }, empty));
+    return root;
+  }
+  for (const t of g.ticks) {
+    root.append(svg("line", { x1: g.plot.left, x2: g.plot.right, y1: t.y, y2: t.y,
+      class: t.value === 0 ? "chart-grid zero" : "chart-grid" }));
+    root.append(svg("text", { x: g.plot.left - 4, y: t.y + 3, class: "chart-tick",
+      "text-anchor": "end" }, String(t.value)));
+  }
+  if (current !== null && g.xs[current] !== undefined) {
+    root.append(svg("line", { x1: g.xs[current], x2: g.xs[current], y1: g.plot.top, y2: g.plot.bottom,
+      class: "chart-current" }));
+  }
+  for (const i of marked) {
+    if (g.xs[i] === undefined) continue;
+    root.append(svg("line", { x1: g.xs[i], x2: g.xs[i], y1: g.plot.bottom, y2: g.plot.bottom + 6,
+      class: "chart-mark" }));
+  }
+  g.lines.forEach((line, k) => {
+    root.append(svg("path", { d: line.path, class: `chart-line series-${k}`, fill: "none" }));
+    for (const pt of line.points) {
+      const dot = svg("circle", { cx: pt.x, cy: pt.y, r: pt.index === current ? 4 : 2.5,
+        class: `chart-dot series-${k}${pt.index === current ? " current" : ""}`,
+        "data-step": pt.index });
+      if (titleOf) dot.append(svg("title", {}, titleOf(k, pt.index)));
+      root.append(dot);
+    }
+  });
+  if (onPick) {
+    root.addEventListener("click", (e) => {
+      const step = e.target.closest?.("[data-step]")?.getAttribute("data-step");
+      if (step !== null && step !== undefined) onPick(Number(step));
+    });
+  }
+  return root;
+}

@@ -3,15 +3,28 @@
  * GET /api/tables/{id}/replay (the spectator view after each move). Buttons, a slider
  * and the arrow keys move through it; the board is drawn by the same view code as a
  * live table. Autoplay steps on by itself; "next hand" jumps to the next hand's first view;
- * once the game is over every hand's summary is shown.
+ * once the game is over every hand's summary is shown. The game's post-game analysis
+ * (analysis.js) is fetched alongside and polled while it is still being made: each analysed
+ * move's loss and the better play on the board, a chart per hand, blunders to jump to and a
+ * summary per player. A private game's invite rides in the hash: #/replay/<id>?invite=CODE.
  */
+import { AnalysisView, fetchAnalysis, fetchReplay } from "./analysis.js";
 import { api } from "./api.js";
 import { boardSvg, boxFor } from "./view/board.js";
 import { el, fill, seatLabel } from "./view/dom.js";
 import { roundSummary } from "./view/summary.js";
 
+/** How often a pending analysis is asked for again, and how many times a missing one is. */
+const POLL_MS = 3000;
+const MISSING_TRIES = 10;
+
 export function showReplay(root, id) {
+  const invite = new URLSearchParams(location.hash.split("?")[1] ?? "").get("invite");
   let views = [];
+  let gone = false; // the page was left (or the replay could not be loaded): no more polling
+  let poll = null;
+  let missing = 0;
+  let loaded = false;
   let table = null;
   let at = 0;
   const board = el("div", { class: "board replay-board" });
@@ -52,10 +65,11 @@ export function showReplay(root, id) {
     title: label, onclick: f, html: `<svg viewBox="0 0 16 16" aria-hidden="true">${icon}</svg>` });
   const left = '<path d="M12 2 4 8l8 6z"/>';
   const right = '<path d="M4 2l8 6-8 6z"/>';
+  const analysis = new AnalysisView({ go: (i) => go(i), name: (seat) => name(seat) });
   const controls = el("div", { class: "replay-controls" },
     btn("first move", `<rect x="2" y="2" width="2" height="12"/>${left}`, () => go(0)),
     btn("previous move", left, () => go(at - 1)),
-    slider,
+    el("div", { class: "slider-wrap" }, slider, analysis.marks),
     btn("next move", right, () => go(at + 1)),
     btn("last move", `${right}<rect x="12" y="2" width="2" height="12"/>`, () => go(views.length - 1)),
     play,
@@ -74,7 +88,8 @@ export function showReplay(root, id) {
   document.addEventListener("keydown", onKey);
   const title = el("h1", {}, "Replay");
   fill(root, el("div", { class: "replay-page" },
-    el("section", { class: "felt" }, title, board, info, controls),
+    el("section", { class: "felt" }, title, board, info, controls, analysis.note, analysis.move),
+    analysis.section,
     el("aside", { class: "side panel" }, el("h2", {}, "Score"), scores,
       el("h3", {}, "Tiles in hand"), counts, summary,
       el("p", {}, el("a", { href: "#/", class: "button ghost" }, "Lobby")))));
@@ -90,6 +105,7 @@ export function showReplay(root, id) {
     board.innerHTML = boardSvg(v.layout, {
       box, last: v.layout.length ? v.layout.length - 1 : null, empty: "The hand is dealt",
     });
+    analysis.update(at, board, box);
     const m = v.history?.at(-1);
     const what = !m ? "Hand starts"
       : m.draw ? `${name(m.seat)} drew` : m.pass ? `${name(m.seat)} passed`
@@ -108,20 +124,60 @@ export function showReplay(root, id) {
         el("strong", {}, v.scores[k]))));
   }
 
+  loadAnalysis(); // alongside the replay
   (async () => {
     try {
-      const [data, summary] = await Promise.all([api.replay(id), api.getTable(id).catch(() => null)]);
+      const [data, summary] = await Promise.all([
+        invite ? fetchReplay(id, invite) : api.replay(id), api.getTable(id, invite).catch(() => null)]);
       views = data.views ?? [];
       table = summary;
       title.textContent = `Replay: ${summary?.name ?? id}`;
       if (views.length === 0) board.textContent = "No moves to show.";
+      analysis.setViews(views);
       go(0);
     } catch (e) {
+      gone = true;
+      clearTimeout(poll);
+      analysis.note.hidden = true;
       board.textContent = e.code === "game_not_over"
         ? "The replay opens when the game is over." : `Could not load the replay: ${e.message}`;
     }
   })();
+  /** The analysis, asked for again every few seconds while it is pending (or not there yet). */
+  async function loadAnalysis() {
+    poll = null;
+    if (gone || loaded) return;
+    let again = false;
+    try {
+      const got = await fetchAnalysis(id, invite);
+      if (gone) return;
+      if (got.status === "done" && got.analysis) {
+        loaded = true;
+        analysis.setAnalysis(got.analysis, views);
+        draw();
+      } else if (got.status === "failed") {
+        analysis.setStatus("failed");
+      } else {
+        analysis.setStatus("pending");
+        again = true;
+      }
+    } catch (e) {
+      if (gone) return;
+      // a game is archived (and queued for analysis) a moment after it ends
+      if ((e.code === "unknown_game" || e.status === 503) && ++missing < MISSING_TRIES) {
+        analysis.setStatus("pending");
+        again = true;
+      } else {
+        analysis.setStatus("failed", e.code === "unknown_game"
+          ? "There is no analysis of this game." : `The analysis could not be loaded: ${e.message}`);
+      }
+    }
+    if (again && !gone) poll = setTimeout(loadAnalysis, POLL_MS);
+  }
+
   return () => {
+    gone = true;
+    clearTimeout(poll);
     stopAutoplay();
     document.removeEventListener("keydown", onKey);
   };
