@@ -75,6 +75,9 @@ class Server:
                     # the load client creates every table and takes every seat itself
                     "CREATE_RATE": "1000000", "MAX_WAITING_TABLES": "1000000",
                     "JOIN_RATE": "1000000", "MAX_TABLES_PER_PLAYER": "1000000",
+                    # ... and holds every socket from one address
+                    "MAX_SOCKETS_PER_ADDRESS": "1000000", "MAX_SPECTATORS_PER_ADDRESS": "1000000",
+                    "TABLES_PER_ADDRESS_SHARE": "1",
                     # scripted players move on at once: no pause between hands
                     "NEXT_HAND_S": "0", **env}
         with log.open("ab") as out:

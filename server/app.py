@@ -97,7 +97,8 @@ CLUSTER_SCHEME = "redis+cluster://"
 
 def redis_client(url: str) -> aioredis.Redis:
     """A client for REDIS_URL; ``redis+cluster://host:port`` (any one node) means Redis Cluster.
-    Cluster pub/sub goes through one node: PUBLISH reaches every node of a cluster."""
+    On a cluster a table's notices are shard channels, read from the primary of each table's
+    slot (server.fanout.pubsub)."""
     if url.startswith(CLUSTER_SCHEME):
         cluster = RedisCluster.from_url(
             "redis://" + url[len(CLUSTER_SCHEME):],

@@ -38,6 +38,8 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
   bytes) the bare new version as ASCII digits
 - channel ``{id}:live`` msgpack maps ``{"k": "chat", "f": frame}``, ``{"k": "presence"}``,
                      ``{"k": "claim", "seat": seat, "n": number}`` (no version)
+  (Both channels carry the table's hash tag: on Redis Cluster they are shard channels of the
+  table's slot, SPUBLISH / SSUBSCRIBE; on a single Redis classic PUBLISH / SUBSCRIBE.)
 
 Lifetime: every key of a table gets the lifetime its commit gives it, all at once (the commit
 script sets it on each): a waiting table expires if nobody joins for ``WAITING_TTL``, a playing
@@ -115,14 +117,15 @@ return {redis.call('GET', KEYS[1]) or '0', redis.call('HGETALL', KEYS[2])}
 """
 _CHAT_LUA = """
 -- KEYS: 1 seat-token hashes, 2 recent chat list, 3 version; ARGV: 1 seat ("" = a spectator),
--- 2 that seat's token hash, 3 chat frame, 4 lines kept, 5 live channel, 6 live message
+-- 2 that seat's token hash, 3 chat frame, 4 lines kept, 5 live channel, 6 live message,
+-- 7 "1" to publish it as a shard channel message (SPUBLISH: Redis Cluster)
 if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 if redis.call('EXISTS', KEYS[3]) == 0 then return 2 end
 redis.call('RPUSH', KEYS[2], ARGV[3])
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
 local ttl = redis.call('PTTL', KEYS[3])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
-redis.call('PUBLISH', ARGV[5], ARGV[6])
+redis.call(ARGV[7] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[5], ARGV[6])
 return 1
 """
 _HIT_LUA = """
@@ -415,6 +418,9 @@ class Store:
         self.redis = client
         self.history_limit = history_limit
         self.cluster = isinstance(client, RedisCluster)
+        # On a cluster a table's notices are shard channel messages (SPUBLISH), kept on the
+        # primary of the table's slot instead of broadcast to every node (server.fanout.pubsub).
+        self._sharded = "1" if self.cluster else "0"
         self.notice_frames_max = notice_frames_max
         self._commit = client.register_script(_COMMIT_LUA)
         self._release = client.register_script(_RELEASE_LUA)
@@ -469,7 +475,7 @@ class Store:
             table_keys = [*table_keys, DEADLINES]
         else:
             args += ["0", "", "", 0]
-        args.append(self._notice(expected + 1, frames, token))
+        args += [self._notice(expected + 1, frames, token), self._sharded]
         committed = await self._run_commit(table_keys, args)
         if committed.outcome == "ok" and due_ms != "keep" and not folded:
             await self.schedule(table_id, expected or None, expected + 1,
@@ -550,7 +556,8 @@ class Store:
         keys = TableKeys(table_id)
         seat_arg, hash_arg = seat if seat else ("", "")
         done = await self._chat(keys=[keys.tokens, keys.chat, keys.version],
-                                args=[seat_arg, hash_arg, frame, keep, keys.live, live_message])
+                                args=[seat_arg, hash_arg, frame, keep, keys.live, live_message,
+                                      self._sharded])
         return bool(done != 0)
 
     @reconnecting
@@ -826,8 +833,12 @@ class Store:
     # Not retried here: the hub counts each failure and tries again on its own schedule.
 
     async def publish_live(self, table_id: str, message: bytes) -> None:
-        """Publish a msgpack map on the table's live channel (chat, presence, claims)."""
-        await self.redis.publish(TableKeys(table_id).live, message)
+        """Publish a msgpack map on the table's live channel (chat, presence, claims); a shard
+        channel message on a cluster."""
+        if self.cluster:
+            await self.redis.spublish(TableKeys(table_id).live, message)
+        else:
+            await self.redis.publish(TableKeys(table_id).live, message)
 
     async def claim_seat(self, table_id: str, seat: int, field: str, presence: str) -> int:
         """Take the next claim number of ``seat`` and set the socket's presence ``field`` to

@@ -1,10 +1,12 @@
-"""Per-process fan-out: one Redis pub/sub connection feeding every local websocket.
+"""Per-process fan-out: Redis pub/sub (one connection on a single Redis, one per primary that
+serves a local table on Redis Cluster) feeding every local websocket.
 
 `Hub` composes the pieces and is what the socket layer and the lifespan call (`attach`,
 `detach`, `resync`, `chat`, `pump_now`, `request_pump`, `run`, `close_all`):
 
 - `registry`: the local tables, the sockets at each, the address limits;
-- `pubsub`: the one pub/sub connection, its subscriptions and renewal, the reader;
+- `pubsub`: the pub/sub connections (classic, or sharded per cluster primary), their
+  subscriptions and renewal, the following of a table's moved slot, the readers;
 - `delivery`: catch-up on attach, `sync`, replay chunks, the pump of new versions;
 - `presence`: seat presence over every process, claims (the newest connection of a seat
   replaces the older), ``seen`` times;
@@ -12,9 +14,10 @@
 - `tokens`: seat tokens checked before delivery; `tasks`: the background jobs.
 
 For each table with local sockets the hub subscribes to TableFeed.notice_channel and the
-table's live channel; on a notice it fetches, for every audience at once, the frames since that
-audience's last delivered version and queues the same bytes on every socket of that audience,
-in order, never twice. Must not import the engine, and knows no game rules.
+table's live channel (shard channels of the table's slot on a cluster); on a notice it fetches,
+for every audience at once, the frames since that audience's last delivered version and queues
+the same bytes on every socket of that audience, in order, never twice. Must not import the
+engine, and knows no game rules.
 """
 
 from __future__ import annotations

@@ -1,10 +1,20 @@
-"""The process's one Redis pub/sub connection: subscriptions to the notice and live channels of
-the local tables, the reader, and the connection's renewal after an error.
+"""The process's Redis pub/sub readers: subscriptions to the notice and live channels of the
+local tables, one reader per connection, and each connection's renewal after an error.
 
-Owns: channel -> (kind, table id), the turns of subscribe and unsubscribe commands, and the
-decoding of what arrives. What a message means for the sockets is the `Listener`'s (the hub):
-a notice (or a subscription taking effect) asks for a pump; a live message is handed over
-decoded.
+On a single Redis one classic pub/sub connection holds everything: the process channel and every
+local table's channels (SUBSCRIBE). On Redis Cluster the tables' channels are shard channels
+(SSUBSCRIBE; their names carry the table's hash tag, so they live in the table's own slot and
+SPUBLISH keeps a notice on that slot's primary): one `Shard` connection per primary that serves a
+local table, placed by the cluster client's slot map; the process channel stays classic on a
+connection of its own.
+
+Owns: channel -> (kind, table id), table -> shard, the turns of subscribe and unsubscribe
+commands, the renewals, the following of a slot that moved (Redis ends the shard subscriptions
+of a slot a node gave away with ``sunsubscribe``; a refused SSUBSCRIBE answers MOVED or ASK:
+either way the slot map is refreshed and the table subscribed again on the slot's owner), and the
+decoding of what arrives. What a message means for the sockets is the `Listener`'s (the hub): a
+notice (or a subscription taking effect, which is how a renewed or moved subscription resyncs its
+table) asks for a pump; a live message is handed over decoded.
 """
 
 from __future__ import annotations
@@ -18,14 +28,20 @@ from typing import Any, Protocol
 import msgpack
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from redis.crc import key_slot
+from redis.exceptions import AskError, RedisClusterException, RedisError, SlotNotCoveredError
 from redis.retry import Retry
 
-from server.fanout.tasks import redis_error
+from server.fanout.tasks import guarded, redis_error
 from server.logs import event
 from server.metrics import Metrics
 from server.store import PROCESS_CHANNEL, TableKeys
+
+READ_TIMEOUT_S = 1.0  # one wait for a message; then the reader looks at its connection again
+RENEW_AFTER_S = 0.5  # pause after a connection error before the connection is renewed
+PLACE_RETRY_S = (0.05, 2.0)  # first and longest pause before tables are placed again
 
 
 class Listener(Protocol):
@@ -57,16 +73,71 @@ def _committed(data: object) -> tuple[int, dict[str, bytes], str | None] | None:
     return version, frames, token_field
 
 
+def _own_pubsub(connection_class: type[aioredis.Connection],
+                connection_kwargs: dict[str, Any]) -> PubSub:
+    """A pub/sub on a connection of its own that never reconnects by itself: redis-py's own
+    reconnect inside a read can race a concurrent subscribe and leave those subscriptions on a
+    second socket that nobody reads. Its reader renews it instead."""
+    kwargs = {**connection_kwargs, "retry": Retry(NoBackoff(), 0)}
+    kwargs.pop("retry_on_error", None)
+    pool = aioredis.ConnectionPool(connection_class=connection_class, max_connections=1,
+                                   **kwargs)
+    return aioredis.Redis(connection_pool=pool).pubsub()
+
+
+def _connected(pubsub: PubSub) -> bool:
+    connection = pubsub.connection
+    return connection is not None and bool(connection.is_connected)
+
+
+async def _close(pubsub: PubSub) -> None:
+    with contextlib.suppress(RedisError, OSError):
+        await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+
+
+class Shard:
+    """One cluster primary's sharded pub/sub connection, the local tables whose channels it
+    holds (SSUBSCRIBE), and its reader task.
+
+    Its own connection rather than redis-py's ClusterPubSub.ssubscribe (8.1): that one reads its
+    per-node pub/subs in turn, waiting on each (a notice on one node waits out the others'
+    timeouts); it follows a moved slot only when something else refreshes the slot map (the
+    node's ``sunsubscribe`` alone leaves the channel on the old node), retrying a failed move
+    only on the next refresh; and its per-node pub/subs borrow the node's command connections,
+    which reconnect and subscribe again inside a read (the race `_own_pubsub` avoids)."""
+
+    def __init__(self, node: ClusterNode) -> None:
+        self.node = node
+        self.tables: set[str] = set()
+        self.pubsub = self.new_pubsub()
+        self.task: asyncio.Task[None] | None = None
+        self.closed = False
+
+    def new_pubsub(self) -> PubSub:
+        return _own_pubsub(self.node.connection_class, self.node.connection_kwargs)
+
+
 class Subscriber:
+    """The process's subscriptions and readers (see the module docstring); `watch` and
+    `unwatch` are the hub's, `read_loop` runs in the hub's task group."""
+
     def __init__(self, redis: aioredis.Redis, metrics: Metrics,
                  notice_channel: Callable[[str], str], listener: Listener) -> None:
         self.redis = redis
+        # A single Redis keeps classic pub/sub: it works on every Redis version (SSUBSCRIBE
+        # needs 7.0), and one server has no cluster bus for a PUBLISH to flood.
+        self.cluster: RedisCluster | None = redis if isinstance(redis, RedisCluster) else None
         self.metrics = metrics
         self.notice_channel = notice_channel
         self.listener = listener
-        self.pubsub = self._new_pubsub()
+        self.pubsub = self._new_pubsub()  # the process channel (single Redis: and the tables')
         self.channels: dict[str, tuple[str, str]] = {}  # channel -> (kind, table id)
+        self.shards: dict[str, Shard] = {}  # cluster: node name -> its shard connection
+        self.placed: dict[str, Shard] = {}  # cluster: table id -> the shard holding its channels
         self._subscribing = asyncio.Lock()  # (un)subscribe commands, one at a time
+        self._unplaced: set[str] = set()  # cluster: tables to subscribe again on their slot's owner
+        self._replace = asyncio.Event()  # set when `_unplaced` gets a table
+        self._group: asyncio.TaskGroup | None = None  # the readers' tasks while `read_loop` runs
 
     def _table_channels(self, table_id: str) -> tuple[str, str]:
         return self.notice_channel(table_id), TableKeys(table_id).live
@@ -84,16 +155,25 @@ class Subscriber:
                     await asyncio.wait_for(stop.wait(), 0.5)
 
     async def close(self) -> None:
-        with contextlib.suppress(RedisError, OSError):
-            await self.pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+        for shard in list(self.shards.values()):
+            await self._close_shard(shard)
+        await _close(self.pubsub)
 
     async def watch(self, table_id: str) -> None:
-        """Subscribe to the table's channels (their names are known to the reader at once)."""
+        """Subscribe to the table's channels (their names are known to the reader at once). On
+        a cluster whose slot map has no owner for the table's slot (mid-failover) the table is
+        subscribed once it has one."""
         notice, live = self._table_channels(table_id)
         self.channels[notice] = ("notice", table_id)
         self.channels[live] = ("live", table_id)
         async with self._subscribing:
-            await self.pubsub.subscribe(notice, live)
+            if self.cluster is None:
+                await self.pubsub.subscribe(notice, live)
+                return
+            try:
+                await self._place(self.cluster, table_id)
+            except SlotNotCoveredError:
+                self._unplace({table_id})
 
     async def unwatch(self, table_id: str, wanted: Callable[[str], bool]) -> None:
         """Stop listening for a table. Subscribing and unsubscribing take turns
@@ -106,58 +186,208 @@ class Subscriber:
         async with self._subscribing:
             if wanted(table_id):
                 return
+            if self.cluster is not None:
+                self._unplaced.discard(table_id)
+                shard = self.placed.pop(table_id, None)
+                if shard is not None:
+                    await self._leave(shard, table_id)
+                return
             try:
                 await self.pubsub.unsubscribe(notice, live)
             except (RedisError, OSError):
                 self.metrics.redis_errors.inc()
 
-    # ---- the connection --------------------------------------------------------------------
+    # ---- the classic connection ------------------------------------------------------------
 
     def _new_pubsub(self) -> PubSub:
-        """A pub/sub on a connection that never reconnects by itself: redis-py's own reconnect
-        inside a read can race a concurrent subscribe and leave those subscriptions on a second
-        socket that nobody reads. The reader renews it instead (`_renew_pubsub`)."""
         pool = getattr(self.redis, "connection_pool", None)
-        if pool is None:  # Redis Cluster: its pub/sub picks a node by itself
+        if pool is None:  # Redis Cluster: the process channel's pub/sub picks a node by itself
             return self.redis.pubsub()
-        kwargs = {**pool.connection_kwargs, "retry": Retry(NoBackoff(), 0)}
-        kwargs.pop("retry_on_error", None)
-        own = aioredis.ConnectionPool(connection_class=pool.connection_class, max_connections=1,
-                                      **kwargs)
-        return aioredis.Redis(connection_pool=own).pubsub()
+        return _own_pubsub(pool.connection_class, pool.connection_kwargs)
 
     async def _renew_pubsub(self, *, subscribe: bool) -> None:
-        """Replace the pub/sub after an error and (when asked) subscribe it again to every
-        channel; each table's subscribe confirmation makes the reader fetch what was missed
-        meanwhile. Raises the Redis error if it cannot; the reader tries again."""
+        """Replace the classic pub/sub after an error and (when asked) subscribe it again to the
+        process channel and, on a single Redis, every table's channels; each table's subscribe
+        confirmation makes the reader fetch what was missed meanwhile. Raises the Redis error if
+        it cannot; the reader tries again."""
         old, self.pubsub = self.pubsub, self._new_pubsub()
-        with contextlib.suppress(RedisError, OSError):
-            await old.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+        await _close(old)
         if subscribe:
-            await self.pubsub.subscribe(PROCESS_CHANNEL, *self.channels)
+            tables = self.channels if self.cluster is None else {}
+            await self.pubsub.subscribe(PROCESS_CHANNEL, *tables)
 
-    # ---- the reader ------------------------------------------------------------------------
+    # ---- the shard connections (Redis Cluster) ---------------------------------------------
+
+    async def _place(self, cluster: RedisCluster, table_id: str) -> None:
+        """Subscribe the table's channels on the primary that serves their slot, in the slot map
+        as the cluster client knows it (leaving the shard that held them, if another). A shard
+        whose connection is down only records the table: its renewal subscribes it. Runs in
+        `_subscribing`; raises the Redis error of a new shard's first subscribe (its reader then
+        renews it) and SlotNotCoveredError while the slot has no owner."""
+        notice, live = self._table_channels(table_id)
+        node = cluster.get_node_from_key(notice)
+        if node is None:  # only a replica may be missing; a primary is there or this raised
+            raise SlotNotCoveredError(notice)
+        shard = self.shards.get(node.name)
+        fresh = shard is None
+        if shard is None:
+            shard = self.shards[node.name] = Shard(node)
+        old = self.placed.get(table_id)
+        shard.tables.add(table_id)
+        self.placed[table_id] = shard  # before leaving `old`: its answer is then not a move
+        if old is not None and old is not shard:
+            await self._leave(old, table_id)
+        try:
+            if fresh or _connected(shard.pubsub):
+                await shard.pubsub.ssubscribe(notice, live)
+        finally:
+            if fresh:
+                self._start(shard)
+
+    async def _leave(self, shard: Shard, table_id: str) -> None:
+        """Take the table off `shard` (unsubscribed there, if its connection is up); a shard left
+        with no table is closed. Runs in `_subscribing`."""
+        shard.tables.discard(table_id)
+        if _connected(shard.pubsub):
+            try:
+                await shard.pubsub.sunsubscribe(*self._table_channels(table_id))
+            except (RedisError, OSError):
+                self.metrics.redis_errors.inc()
+        if not shard.tables:
+            await self._close_shard(shard)
+
+    async def _close_shard(self, shard: Shard) -> None:
+        shard.closed = True
+        if self.shards.get(shard.node.name) is shard:
+            del self.shards[shard.node.name]
+        if shard.task is not None and shard.task is not asyncio.current_task():
+            shard.task.cancel()
+        await _close(shard.pubsub)
+
+    def _start(self, shard: Shard) -> None:
+        """Run the shard's reader (at once when `read_loop` runs, else when it starts)."""
+        if self._group is not None and shard.task is None and not shard.closed:
+            shard.task = self._group.create_task(guarded(self._read_shard(shard)))
+
+    def _unplace(self, tables: set[str]) -> None:
+        """Have these tables subscribed again, on their slot's owner after a slot map refresh."""
+        if tables:
+            self._unplaced |= tables
+            self._replace.set()
+
+    async def _renew_shard(self, shard: Shard) -> None:
+        """Replace the shard's connection after an error and subscribe it again to every table
+        it holds; each table's subscribe confirmation makes the reader fetch what was missed
+        meanwhile. A node that cannot be reached has its tables placed again after a slot map
+        refresh (a failover may have given their slots to another primary)."""
+        fresh = shard.new_pubsub()
+        try:
+            await fresh.connect()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+        except (RedisError, OSError) as exc:
+            redis_error(self.metrics, exc, None)
+            await _close(fresh)
+            self._unplace(shard.tables)
+            return
+        async with self._subscribing:
+            old, shard.pubsub = shard.pubsub, fresh
+            await _close(old)
+            if shard.closed:
+                await _close(fresh)
+                return
+            try:
+                for table_id in sorted(shard.tables):  # one SSUBSCRIBE per table: one slot each
+                    await fresh.ssubscribe(*self._table_channels(table_id))
+            except (RedisError, OSError) as exc:
+                redis_error(self.metrics, exc, None)  # the reader sees it down, renews again
+
+    async def _refresh_slots(self, cluster: RedisCluster) -> None:
+        try:
+            await cluster.nodes_manager.initialize()
+        except (RedisError, RedisClusterException, OSError) as exc:
+            redis_error(self.metrics, exc, None)
+
+    async def _replace_loop(self, cluster: RedisCluster) -> None:
+        """Place the `_unplaced` tables again: refresh the slot map, then subscribe each on its
+        slot's owner (its confirmation resyncs the table); the ones that fail are tried again,
+        after longer and longer pauses."""
+        while True:
+            await self._replace.wait()
+            self._replace.clear()
+            pause = PLACE_RETRY_S[0]
+            while self._unplaced:
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, PLACE_RETRY_S[1])
+                await self._refresh_slots(cluster)
+                async with self._subscribing:
+                    tables, self._unplaced = self._unplaced, set()
+                    for table_id in sorted(tables):
+                        if self.notice_channel(table_id) not in self.channels:
+                            continue  # forgotten meanwhile
+                        try:
+                            await self._place(cluster, table_id)
+                        except (RedisError, RedisClusterException, OSError) as exc:
+                            redis_error(self.metrics, exc, table_id)
+                            self._unplaced.add(table_id)
+
+    async def _read_shard(self, shard: Shard) -> None:
+        while not shard.closed:
+            try:
+                if not _connected(shard.pubsub):  # an error, or a renewal that found it down
+                    raise aioredis.ConnectionError("not connected")
+                message = await shard.pubsub.get_message(timeout=READ_TIMEOUT_S)
+            except AskError as exc:  # an SSUBSCRIBE refused: its slot is (being) moved
+                self._unplace({t for t in shard.tables
+                               if key_slot(self.notice_channel(t).encode()) == exc.slot_id})
+                continue
+            except (RedisError, OSError) as exc:
+                redis_error(self.metrics, exc, None)
+                await asyncio.sleep(RENEW_AFTER_S)
+                await self._renew_shard(shard)
+                continue
+            if message is None:
+                continue
+            try:
+                self._dispatch(message, shard)
+            except Exception:  # one bad message must not stop the reader
+                event("pubsub message failed", level=logging.ERROR, exc=True)
+
+    # ---- the readers -----------------------------------------------------------------------
 
     async def read_loop(self) -> None:
+        """Read the classic connection and (on a cluster) every shard connection, and place the
+        tables of moved slots again, until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            self._group = group
+            try:
+                if self.cluster is not None:
+                    group.create_task(guarded(self._replace_loop(self.cluster)))
+                for shard in list(self.shards.values()):
+                    self._start(shard)
+                await self._read_classic()
+            finally:
+                self._group = None
+
+    async def _read_classic(self) -> None:
         while True:
             try:
                 if not self.pubsub.subscribed:  # a renewal that found Redis still down
                     raise aioredis.ConnectionError("not subscribed")
-                message = await self.pubsub.get_message(timeout=1.0)
+                message = await self.pubsub.get_message(timeout=READ_TIMEOUT_S)
             except (RedisError, OSError) as exc:
                 redis_error(self.metrics, exc, None)
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(RENEW_AFTER_S)
                 with contextlib.suppress(RedisError, OSError):
                     await self._renew_pubsub(subscribe=True)
                 continue
             if message is None:
                 continue
             try:
-                self._dispatch(message)
+                self._dispatch(message, None)
             except Exception:  # one bad message must not stop the reader
                 event("pubsub message failed", level=logging.ERROR, exc=True)
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
+    def _dispatch(self, message: dict[str, Any], shard: Shard | None) -> None:
+        """Hand a message of the classic connection (`shard` None) or of a shard over."""
         channel = message.get("channel")
         if isinstance(channel, bytes):
             channel = channel.decode()
@@ -165,12 +395,20 @@ class Subscriber:
         if entry is None:
             return
         kind, table_id = entry
-        if message["type"] == "subscribe":
+        kind_of_message = message["type"]
+        if kind_of_message in ("subscribe", "ssubscribe"):
             # Anything committed before the subscription took effect is fetched now.
             if kind == "notice":
                 self.listener.notice(table_id, None)
             return
-        if message["type"] != "message":
+        if kind_of_message == "sunsubscribe":
+            # Not asked for (an unwatched table's channels are no longer in `channels`): the
+            # node gave the slot away. (Also the rare confirmation of an unsubscribe that a
+            # watch of the same table followed at once: subscribing it again costs a resync.)
+            if kind == "notice" and shard is not None and self.placed.get(table_id) is shard:
+                self._unplace({table_id})
+            return
+        if kind_of_message not in ("message", "smessage"):
             return
         data = message["data"]
         if kind == "notice":

@@ -13,7 +13,8 @@
 --       14 "1" when the deadlines zset is the last key, 15 its member for the expected
 --       version to remove ("" = none), 16 the member for the new version to add ("" = none),
 --       17 that member's due time (ms), 18 the notice to publish ("" or absent: the new
---       version as ASCII digits)
+--       version as ASCII digits), 19 "1" to publish it as a shard channel message
+--       (SPUBLISH: Redis Cluster; else PUBLISH)
 -- A token op also writes the field "!tok" = its field into the version's stream entry: every
 -- socket that authenticated with that seat's token before this version is closed before it is
 -- shown this version.
@@ -79,5 +80,5 @@ for i = 1, tablekeys do
 end
 local notice = ARGV[after + 5]
 if notice == nil or notice == '' then notice = v end
-redis.call('PUBLISH', ARGV[4], notice)
+redis.call(ARGV[after + 6] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[4], notice)
 return {'ok', v}

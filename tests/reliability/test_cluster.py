@@ -2,13 +2,17 @@
 
 Two server processes on the cluster, robots on both, every game played to its end and audited.
 Each table's keys (state, stream, tokens, chat, presence...) share the ``{id}`` hash tag, so they
-all live in one slot; the tables themselves are spread over the masters, and the version
-notices reach a process whose pub/sub connection sits on another master.
+all live in one slot; the tables themselves are spread over the masters, and each table's
+notices are sharded to the master of its slot, where every process that serves the table reads
+them. The same games end and audit clean while the processes' pub/sub connections are killed
+over and over, and while tables' slots move between masters.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import random
 from collections.abc import Iterator
 
 import httpx
@@ -17,6 +21,7 @@ import redis
 
 from tests.reliability.conftest import FAST, start, stop
 from tests.reliability.games import audit_table, seat_tables
+from tests.server.test_cluster import migrate_slot
 from tests.support.cluster import LocalCluster
 from tests.support.servers import ServiceProcess
 
@@ -76,6 +81,61 @@ async def test_games_over_two_processes_on_a_three_master_cluster_end_and_audit_
                     f"t:{{{table}}}:tok", f"t:{{{table}}}:meta"} <= set(keys)
             assert len(set(keys.values())) == 1, keys  # one master holds all of a table
         assert len({port for keys in placed.values() for port in keys.values()}) >= 2
+    finally:
+        await stop(one)
+        await stop(two)
+        for process in (one, two):
+            process.log_path.unlink(missing_ok=True)
+
+
+async def churn(cluster: LocalCluster, tables: list[str], stop: asyncio.Event) -> tuple[int, int]:
+    """Until `stop`: every 0.3 s kill the pub/sub connections of one master, every 1.2 s move a
+    table's slot to another master. Returns (connections killed, slots moved)."""
+    rng = random.Random(7)
+    killed = moved = 0
+    tick = 0
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.3)
+        tick += 1
+        client = redis.Redis(host="127.0.0.1", port=rng.choice(cluster.ports))
+        try:
+            killed += int(await asyncio.to_thread(
+                client.execute_command, "CLIENT", "KILL", "TYPE", "pubsub"))
+        finally:
+            client.close()
+        if tick % 4 == 1:
+            key = f"t:{{{rng.choice(tables)}}}:v"
+            source = cluster.slot_owner(key)
+            target = rng.choice([p for p in cluster.ports if p != source])
+            await asyncio.to_thread(migrate_slot, cluster.ports, key, target)
+            moved += 1
+    return killed, moved
+
+
+@pytest.mark.slow
+async def test_games_on_a_cluster_end_and_audit_clean_while_readers_die_and_slots_move(
+    cluster: LocalCluster,
+) -> None:
+    one = ServiceProcess(cluster.url, env=FAST)
+    two = ServiceProcess(cluster.url, env=FAST)
+    await start(one)
+    await start(two)
+    try:
+        async with httpx.AsyncClient(base_url=one.url, timeout=10) as http:
+            urls = [one.ws_url, two.ws_url]
+            tables = await seat_tables(http, urls, tables=3, target=60, spectators=2)
+            robots = [r for rs in tables.values() for r in rs]
+            stop_churn = asyncio.Event()
+            churning = asyncio.create_task(churn(cluster, list(tables), stop_churn))
+            try:
+                await asyncio.wait_for(asyncio.gather(*(r.run(90) for r in robots)), 100)
+            finally:
+                stop_churn.set()
+                killed, moved = await churning
+            assert killed >= 5 and moved >= 1, (killed, moved)
+            for table, robot_list in tables.items():
+                await audit_table(http, one.ws_url, table, robot_list)
     finally:
         await stop(one)
         await stop(two)
