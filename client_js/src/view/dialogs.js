@@ -107,7 +107,8 @@ ${ratingSection(table, name)}
 ${rematchSection(table, state, name)}
 ${rounds.length ? roundSummary(rounds.at(-1), rounds.length - 1, game, name) : ""}
 ${fairDeal(ui.fair, table, ui.invite)}
-<p class="dialog-actions">${close}<a class="button primary" href="#/replay/${esc(table?.id)}">Watch the replay</a>
+<p class="dialog-actions">${close}<a class="button primary" href="#/replay/${esc(table?.id)}${
+  ui.invite ? `?invite=${esc(encodeURIComponent(ui.invite))}` : ""}">Watch the replay</a>
 ${profileLink()}<a class="button ghost" href="#/">Lobby</a></p></div>`;
     return;
   }

@@ -1,0 +1,23 @@
+// The game-over dialog's replay link keeps a private table's invite.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { drawDialog } from "../src/view/dialogs.js";
+
+function overlay() {
+  return { hidden: true, innerHTML: "", classList: { toggle() {} } };
+}
+
+function finished(invite) {
+  const o = overlay();
+  const game = { game_over: true, winner: 0, sides: [[0], [1]], scores: [150, 20], rounds: [] };
+  const table = { id: "k3f9x2ab", status: "finished", result: { winner: 0, reason: "game_end" },
+    seats: [], rematch: null, ratings: null };
+  drawDialog(o, { game, table, ui: { invite, closedDialog: null, seenRounds: 0, fair: null },
+    state: { seat: null }, name: (s) => `seat ${s}` });
+  return o.innerHTML;
+}
+
+test("the replay link of a private table carries its invite", () => {
+  assert.match(finished("a b&c"), /href="#\/replay\/k3f9x2ab\?invite=a%20b%26c"/);
+  assert.match(finished(null), /href="#\/replay\/k3f9x2ab"/);
+});
