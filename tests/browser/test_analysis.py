@@ -28,6 +28,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.browser.conftest import DESKTOP, PHONE, new_page
+from tests.support.pg_server import PgServer
 from tests.support.redis_server import RedisServer
 from tests.support.servers import GameClient, ServiceProcess, play_to_end
 
@@ -111,12 +112,20 @@ def loss_text(entry: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def analysing(client_build: Path) -> Iterator[ServiceProcess]:
+def analysing(client_build: Path, pg_server: PgServer) -> Iterator[ServiceProcess]:
     """A server that analyses its games, on a Redis of its own (the session's is emptied
-    before each test that asks for it)."""
-    with RedisServer() as redis, ServiceProcess(
-            redis.url, env={"ANALYSIS_WORKERS": "1", "ANALYSIS_DEALS": "12"}) as proc:
-        yield proc
+    before each test that asks for it) and a database of its own (no other test's games wait
+    in its analysis queue)."""
+    if not pg_server.running:
+        pg_server.start()
+    database = pg_server.fresh_database()
+    try:
+        with RedisServer() as redis, ServiceProcess(redis.url, env={
+                "ANALYSIS_WORKERS": "1", "ANALYSIS_DEALS": "12",
+                "DATABASE_URL": database}) as proc:
+            yield proc
+    finally:
+        pg_server.drop_database(database.rsplit("/", 1)[1])
 
 
 @pytest.fixture(scope="module")

@@ -108,7 +108,9 @@ async def test_a_job_whose_worker_died_is_taken_again_and_one_that_keeps_failing
 async def test_the_analysis_is_served_over_http_private_games_with_their_invite(
     redis_url: str, database_url: str,
 ) -> None:
-    env = {"ANALYSIS_WORKERS": "1", "ANALYSIS_DEALS": str(DEALS), "RATE": "1000/2000"}
+    # a database of its own: no other test's games wait in its analysis queue
+    env = {"ANALYSIS_WORKERS": "1", "ANALYSIS_DEALS": str(DEALS), "RATE": "1000/2000",
+           "DATABASE_URL": database_url}
     service = ServiceProcess(redis_url, env=env)
     await asyncio.to_thread(service.start)
     try:
