@@ -5,39 +5,12 @@
  * through a hand, the blunders to jump to, and a summary per player. The pure parts (mapping,
  * wording, series) are exported for the unit tests; `AnalysisView` draws them.
  */
-import { ApiError } from "./api.js";
 import { seriesChart } from "./chart.js";
 import { boardSvg } from "./view/board.js";
 import { el, fill } from "./view/dom.js";
 import { ghostSpot } from "./view/feedback.js";
 import { placeLayout } from "./view/geometry.js";
 import { tileSvg } from "./view/tiles.js";
-
-/** GET a JSON document; errors as ApiError (as api.js does). */
-export async function getJson(path) {
-  let res;
-  try {
-    res = await fetch(path, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-  } catch {
-    throw new ApiError(0, "network", "The server cannot be reached.");
-  }
-  const data = await res.json().catch(() => null);
-  if (!res.ok) {
-    const err = data?.error ?? {};
-    throw new ApiError(res.status, err.code ?? `http_${res.status}`, err.message ?? res.statusText);
-  }
-  return data;
-}
-
-const withInvite = (path, invite) => (invite ? `${path}?invite=${encodeURIComponent(invite)}` : path);
-
-/** The game's analysis: {id, status: "pending"|"done"|"failed", analysis}. */
-export const fetchAnalysis = (id, invite = null) =>
-  getJson(withInvite(`/api/games/${encodeURIComponent(id)}/analysis`, invite));
-
-/** The replay's views, with a private game's invite when there is one. */
-export const fetchReplay = (id, invite = null) =>
-  getJson(withInvite(`/api/tables/${encodeURIComponent(id)}/replay`, invite));
 
 /**
  * For each replay view, the analysed move made from it (or null). The views are, for each

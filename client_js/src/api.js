@@ -45,7 +45,8 @@ export const api = {
   join: (id, seat, name, invite) =>
     call("POST", `/api/tables/${enc(id)}/join`, { seat, name, invite: invite ?? null }),
   leave: (id, token) => call("POST", `/api/tables/${enc(id)}/leave`, { token }),
-  replay: (id) => call("GET", `/api/tables/${enc(id)}/replay`),
+  replay: (id, invite) => call("GET", `/api/tables/${enc(id)}/replay${q(invite)}`),
+  analysis: (id, invite) => call("GET", `/api/games/${enc(id)}/analysis${q(invite)}`),
   transcript: (id, invite) => call("GET", `/api/tables/${enc(id)}/transcript${q(invite)}`),
   // accounts and players (docs/players.md)
   me: () => call("GET", "/api/me"),

@@ -8,7 +8,7 @@
  * move's loss and the better play on the board, a chart per hand, blunders to jump to and a
  * summary per player. A private game's invite rides in the hash: #/replay/<id>?invite=CODE.
  */
-import { AnalysisView, fetchAnalysis, fetchReplay } from "./analysis.js";
+import { AnalysisView } from "./analysis.js";
 import { api } from "./api.js";
 import { boardSvg, boxFor } from "./view/board.js";
 import { el, fill, seatLabel } from "./view/dom.js";
@@ -128,7 +128,7 @@ export function showReplay(root, id) {
   (async () => {
     try {
       const [data, summary] = await Promise.all([
-        invite ? fetchReplay(id, invite) : api.replay(id), api.getTable(id, invite).catch(() => null)]);
+        api.replay(id, invite), api.getTable(id, invite).catch(() => null)]);
       views = data.views ?? [];
       table = summary;
       title.textContent = `Replay: ${summary?.name ?? id}`;
@@ -149,7 +149,7 @@ export function showReplay(root, id) {
     if (gone || loaded) return;
     let again = false;
     try {
-      const got = await fetchAnalysis(id, invite);
+      const got = await api.analysis(id, invite);
       if (gone) return;
       if (got.status === "done" && got.analysis) {
         loaded = true;

@@ -32,18 +32,29 @@ def _error(code: str, message: str, rnd: int | None = None, move: int | None = N
     return 1
 
 
+def _on_transcript(file: str, work: Callable[[dict[str, Any]], Any]) -> tuple[bool, Any]:
+    """`work` done on the transcript in `file` (JSON or msgpack; "-": standard input):
+    (True, its result), or (False, None) once the error line is printed (a file that cannot
+    be read, or the engine's refusal)."""
+    try:
+        data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        _error("bad_file", f"cannot read {file}: {exc.strerror or exc}")
+        return False, None
+    try:
+        return True, work(load_transcript(data))
+    except EngineError as exc:
+        _error(exc.code, exc.message, exc.round, exc.move)
+    except RecursionError:
+        _error("bad_format", "the transcript is nested too deeply")
+    return False, None
+
+
 def run_replay(args: argparse.Namespace) -> int:
     """Replay a transcript; print the result line, or an error line and exit 1."""
-    try:
-        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
-    except OSError as exc:
-        return _error("bad_file", f"cannot read {args.file}: {exc.strerror or exc}")
-    try:
-        result = replay(load_transcript(data))
-    except EngineError as exc:
-        return _error(exc.code, exc.message, exc.round, exc.move)
-    except RecursionError:
-        return _error("bad_format", "the transcript is nested too deeply")
+    done, result = _on_transcript(args.file, replay)
+    if not done:
+        return 1
     _print(result)
     return 0
 
@@ -62,18 +73,8 @@ def run_verify(args: argparse.Namespace) -> int:
     matches, 1 on a mismatch, 2 when the file cannot be checked (notation.md "Fair deals")."""
     from engine.verify import verify
 
-    try:
-        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
-    except OSError as exc:
-        _error("bad_file", f"cannot read {args.file}: {exc.strerror or exc}")
-        return VERIFY_ERROR
-    try:
-        result = verify(load_transcript(data), args.commitment)
-    except EngineError as exc:
-        _error(exc.code, exc.message, exc.round, exc.move)
-        return VERIFY_ERROR
-    except RecursionError:
-        _error("bad_format", "the transcript is nested too deeply")
+    done, result = _on_transcript(args.file, lambda t: verify(t, args.commitment))
+    if not done:
         return VERIFY_ERROR
     _print(result)
     return 0 if result["verified"] else VERIFY_MISMATCH
@@ -92,19 +93,12 @@ def run_analyse(args: argparse.Namespace) -> int:
     an error line and exit 1."""
     from engine.analysis import analyse
 
-    try:
-        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
-    except OSError as exc:
-        return _error("bad_file", f"cannot read {args.file}: {exc.strerror or exc}")
     if args.deals < 1 or args.budget_ms < 1:
         return _error("bad_budget", "--deals and --budget-ms must be at least 1")
-    try:
-        result = analyse(load_transcript(data), seed=args.seed, deals=args.deals,
-                         budget_ms=args.budget_ms)
-    except EngineError as exc:
-        return _error(exc.code, exc.message, exc.round, exc.move)
-    except RecursionError:
-        return _error("bad_format", "the transcript is nested too deeply")
+    done, result = _on_transcript(args.file, lambda t: analyse(
+        t, seed=args.seed, deals=args.deals, budget_ms=args.budget_ms))
+    if not done:
+        return 1
     _print(result)
     return 0
 
