@@ -23,6 +23,7 @@ from server.redis_embedded import RedisProcess
 from server.scheduler import Scheduler
 from server.tables import TableService
 from tests.server.conftest import FAST, running
+from tests.support.cluster import slot_owner
 from tests.support.servers import GameClient, ServiceProcess, create_table, join, play_to_end
 from tests.support.tables import DocumentFollower, ManualClock, new_table, play_random
 
@@ -133,19 +134,6 @@ def node(port: int) -> redis.Redis:
     return redis.Redis(host="127.0.0.1", port=port)
 
 
-def owner_port(ports: list[int], key: str) -> int:
-    """The port of the master that serves ``key``'s slot (as the cluster itself says)."""
-    client = node(ports[0])
-    try:
-        slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))
-        for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
-            if int(start) <= slot <= int(end):
-                return int(master[1])
-    finally:
-        client.close()
-    raise LookupError(key)
-
-
 def publishes(port: int) -> tuple[int, int]:
     """(PUBLISH calls, SPUBLISH calls) a node has served, scripts' calls included."""
     client = node(port)
@@ -202,8 +190,8 @@ async def test_a_table_notices_are_sharded_to_the_node_of_its_slot(
 ) -> None:
     table, movers, watchers = await seated_game(services)
     notice, live = f"t:{{{table}}}:n", f"{{{table}}}:live"
-    owner = owner_port(cluster_ports, notice)
-    assert owner == owner_port(cluster_ports, f"t:{{{table}}}:v")  # the table's own slot
+    owner = slot_owner(cluster_ports, notice)
+    assert owner == slot_owner(cluster_ports, f"t:{{{table}}}:v")  # the table's own slot
     await wait_subscribed(cluster_ports, [notice, live], owner)  # one reader per process
     for port in cluster_ports:
         client = node(port)
@@ -243,14 +231,14 @@ async def test_each_process_reads_one_connection_per_primary_that_serves_its_tab
 ) -> None:
     tables: list[str] = []
     async with httpx.AsyncClient(base_url=services[0].url, timeout=10) as http:
-        while len({owner_port(cluster_ports, f"t:{{{t}}}:n") for t in tables}) < 2 \
+        while len({slot_owner(cluster_ports, f"t:{{{t}}}:n") for t in tables}) < 2 \
                 or len(tables) < 6:
             tables.append(await create_table(http))
     for table in tables:
         for service in services:
             watcher = await GameClient.connect(service.ws_url)
             await watcher.hello(table)
-    owners = {port: [t for t in tables if owner_port(cluster_ports, f"t:{{{t}}}:n") == port]
+    owners = {port: [t for t in tables if slot_owner(cluster_ports, f"t:{{{t}}}:n") == port]
               for port in cluster_ports}
     for port, held in owners.items():
         await wait_subscribed(cluster_ports, [f"t:{{{t}}}:n" for t in held], port)
@@ -266,7 +254,7 @@ async def test_killed_reader_connections_lose_no_notice(
     other process's sockets (each move waits for every socket to see the last version)."""
     table, movers, watchers = await seated_game(services)
     notice = f"t:{{{table}}}:n"
-    await wait_subscribed(cluster_ports, [notice], owner_port(cluster_ports, notice))
+    await wait_subscribed(cluster_ports, [notice], slot_owner(cluster_ports, notice))
     kills = 0
 
     def kill(version: int | None) -> None:
@@ -281,12 +269,12 @@ async def test_killed_reader_connections_lose_no_notice(
 
     await play_to_end(movers, watchers, on_version=kill, stop_after=40)
     assert kills >= 10
-    await wait_subscribed(cluster_ports, [notice], owner_port(cluster_ports, notice))
+    await wait_subscribed(cluster_ports, [notice], slot_owner(cluster_ports, notice))
 
 
 def migrate_slot(ports: list[int], key: str, target: int) -> None:
     """Move ``key``'s slot, with its keys, to the master on port ``target``."""
-    source = owner_port(ports, key)
+    source = slot_owner(ports, key)
     clients = {port: node(port) for port in ports}
     try:
         ids = {port: c.execute_command("CLUSTER", "MYID").decode() for port, c in clients.items()}
@@ -311,16 +299,16 @@ async def test_a_slot_moving_mid_game_loses_no_notice(
     reaches the other process's sockets."""
     table, movers, watchers = await seated_game(services)
     notice = f"t:{{{table}}}:n"
-    await wait_subscribed(cluster_ports, [notice], owner_port(cluster_ports, notice))
+    await wait_subscribed(cluster_ports, [notice], slot_owner(cluster_ports, notice))
     moved: list[int] = []
 
     def move(version: int | None) -> None:
         if version in (6, 16):
-            current = owner_port(cluster_ports, notice)
+            current = slot_owner(cluster_ports, notice)
             target = next(p for p in cluster_ports if p != current)
             migrate_slot(cluster_ports, notice, target)
             moved.append(target)
 
     await play_to_end(movers, watchers, on_version=move, stop_after=30)
-    assert len(moved) == 2 and owner_port(cluster_ports, notice) == moved[-1]
+    assert len(moved) == 2 and slot_owner(cluster_ports, notice) == moved[-1]
     await wait_subscribed(cluster_ports, [notice, f"{{{table}}}:live"], moved[-1])

@@ -59,6 +59,20 @@ def _binary(name: str) -> str:
     return found
 
 
+def slot_owner(ports: list[int], key: str) -> int:
+    """The port of the master of the cluster on ``ports`` that serves ``key``'s slot (as the
+    cluster itself says)."""
+    client = redis.Redis(host="127.0.0.1", port=ports[0])
+    try:
+        slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))
+        for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
+            if int(start) <= slot <= int(end):
+                return int(master[1])
+    finally:
+        client.close()
+    raise LookupError(key)
+
+
 class LocalCluster:
     def __init__(self, masters: int = 3) -> None:
         if masters < 3:
@@ -157,15 +171,7 @@ class LocalCluster:
 
     def slot_owner(self, key: str) -> int:
         """The port of the master that holds ``key``."""
-        client = redis.Redis(host="127.0.0.1", port=self.ports[0])
-        try:
-            slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))
-            for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
-                if int(start) <= slot <= int(end):
-                    return int(master[1])
-        finally:
-            client.close()
-        raise LookupError(key)
+        return slot_owner(self.ports, key)
 
     def stop(self) -> None:
         for process in self.processes:
