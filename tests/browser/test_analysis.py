@@ -30,7 +30,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 from tests.browser.conftest import DESKTOP, PHONE, new_page
 from tests.support.pg_server import PgServer
 from tests.support.redis_server import RedisServer
-from tests.support.servers import GameClient, ServiceProcess, play_to_end
+from tests.support.servers import GameClient, ServiceProcess, create_and_sit, play_to_end
 
 pytestmark = pytest.mark.browser
 
@@ -55,15 +55,9 @@ def finished_private_game(service: ServiceProcess, private: bool = True) -> tupl
     Playwright API owns this one."""
     async def play() -> tuple[str, str | None]:
         async with httpx.AsyncClient(base_url=service.url, timeout=10) as http:
-            created = await http.post("/api/tables", json={
-                "players": 2, "rules": SHORT_GAME, "bots": {"1": "strong"},
-                "name": "Analysed game", "private": private})
-            assert created.status_code == 201, created.text
-            table, invite = created.json()["id"], created.json()["invite"]
-            joined = await http.post(f"/api/tables/{table}/join",
-                                     json={"seat": 0, "name": "ann", "invite": invite})
-            assert joined.status_code == 200, joined.text
-            token = joined.json()["token"]
+            table, invite, token = await create_and_sit(
+                http, "ann", rules=SHORT_GAME, bots={"1": "strong"}, name="Analysed game",
+                private=private)
             player = await GameClient.connect(service.ws_url)
             try:
                 assert (await player.hello(table, token))["t"] == "welcome"

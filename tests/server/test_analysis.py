@@ -17,7 +17,7 @@ import redis.asyncio
 from engine.analysis import analyse
 from server.analysis import _TAKE, MAX_TRIES, Analyst
 from tests.server.test_archive import SHORT_GAME, archiving, finish, rows, wait_for
-from tests.support.servers import GameClient, ServiceProcess, play_to_end
+from tests.support.servers import GameClient, ServiceProcess, create_and_sit, play_to_end
 from tests.support.tables import new_table
 
 DEALS = 12
@@ -115,14 +115,8 @@ async def test_the_analysis_is_served_over_http_private_games_with_their_invite(
     await asyncio.to_thread(service.start)
     try:
         async with httpx.AsyncClient(base_url=service.url, timeout=10) as http:
-            created = await http.post("/api/tables", json={
-                "players": 2, "bots": {"1": "greedy"}, "rules": SHORT_GAME, "private": True})
-            assert created.status_code == 201, created.text
-            table, invite = created.json()["id"], created.json()["invite"]
-            joined = await http.post(f"/api/tables/{table}/join",
-                                     json={"seat": 0, "name": "ann", "invite": invite})
-            assert joined.status_code == 200, joined.text
-            token = joined.json()["token"]
+            table, invite, token = await create_and_sit(
+                http, "ann", bots={"1": "greedy"}, rules=SHORT_GAME, private=True)
             player = await GameClient.connect(service.ws_url)
             assert (await player.hello(table, token))["t"] == "welcome"
             await play_to_end({0: player}, [])

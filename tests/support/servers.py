@@ -272,6 +272,19 @@ async def create_table(http: Any, **body: Any) -> str:
     return str(response.json()["id"])
 
 
+async def create_and_sit(http: Any, player: str, **body: Any) -> tuple[str, str | None, str]:
+    """POST /api/tables with `body`, then take seat 0 as `player` (with the invite of a private
+    table): (table id, invite, seat token)."""
+    body.setdefault("players", 2)
+    created = await http.post("/api/tables", json=body)
+    assert created.status_code == 201, created.text
+    table, invite = created.json()["id"], created.json()["invite"]
+    joined = await http.post(f"/api/tables/{table}/join",
+                             json={"seat": 0, "name": player, "invite": invite})
+    assert joined.status_code == 200, joined.text
+    return table, invite, joined.json()["token"]
+
+
 async def join(http: Any, table: str, seat: int | None, name: str) -> str:
     response = await http.post(f"/api/tables/{table}/join", json={"seat": seat, "name": name})
     assert response.status_code == 200, response.text
