@@ -59,6 +59,9 @@ from server.store import (
 )
 from server.table_config import TableConfig, parse_create_request
 
+HINTS_KEPT = 1000
+"""Hints remembered per process (by table, version and seat), the oldest dropped first."""
+
 if TYPE_CHECKING:  # the scheduler imports this module: its type only
     from server.scheduler import Scheduler
 
@@ -207,6 +210,7 @@ class TableService:
         # account whose turn a commit started, "rematch" when a rematch table is made.
         self.notify: Notify | None = None
         self.scheduler: Scheduler | None = None  # this process's, while `run_deadlines` runs
+        self._hints: OrderedDict[tuple[str, int, int], dict[str, object]] = OrderedDict()
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
         self._render_pool: ProcessPoolExecutor | None = None  # started on the first render
         self._render_slot = asyncio.Semaphore(1)
@@ -1030,6 +1034,10 @@ class TableService:
             raise Rejected("hints_off", "this table has no hints", status=409)
         if record.seat_to_move != seat or record.next_hand is not None:
             raise Rejected("not_your_turn", "a hint is for the seat to move", status=409)
+        key = (table_id, loaded.version, seat)
+        known = self._hints.get(key)
+        if known is not None:  # asked again for the same position: thought of once
+            return loaded.version, known
         scheduler = self.scheduler
         if scheduler is None:
             raise Rejected("unavailable", "no bot worker is running", status=503)
@@ -1038,7 +1046,11 @@ class TableService:
         view = engine.view(record.game, seat)
         move = await scheduler.hint(view, bot_seed(record, loaded.version),
                                     record.seats[seat].owner or table_id)
-        return loaded.version, engine.move_to_data(move)
+        found = engine.move_to_data(move)
+        self._hints[key] = found
+        while len(self._hints) > HINTS_KEPT:
+            self._hints.popitem(last=False)
+        return loaded.version, found
 
     async def run_deadlines(self, stop: asyncio.Event, settings: Settings | None = None) -> None:
         from server.scheduler import Scheduler

@@ -38,6 +38,8 @@ async def test_a_hint_is_the_strong_bots_move_for_the_seats_own_view(
         expected = choose_move("strong", own_view, bot_seed(loaded.record, version))
         assert move == engine.move_to_data(expected)
         assert move in own_view["legal"]
+        service.scheduler = None  # asked again for the same position: no second think
+        assert await service.hint(table_id, seat) == (version, move)
     finally:
         service.close()
 
