@@ -21,6 +21,7 @@ invite, as for the game itself). Must not import the HTTP layer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import logging
@@ -51,6 +52,10 @@ WHERE game_id = (
     WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < now())
     ORDER BY queued_at DESC LIMIT 1 FOR UPDATE SKIP LOCKED)
 RETURNING game_id, tries
+"""
+_RELEASE = """
+UPDATE game_analysis SET tries = tries - 1, lease_until = NULL
+WHERE game_id = $1 AND status = 'pending' AND tries > 0
 """
 _DONE = """
 UPDATE game_analysis SET status = 'done', analysis = $2, cpu_ms = $3, done_at = now(),
@@ -91,16 +96,23 @@ class Analyst:
                                    initializer=bot_worker.lower_priority)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Analyse queued games until `stop` is set (nothing to do with no workers)."""
+        """Analyse queued games until `stop` is set (nothing to do with no workers). Stopping
+        does not wait for a game being analysed: its worker process is ended and the game's
+        lease given back, so the next start (of any process) analyses it again."""
         if self.workers < 1:
             return
         self.pool = self._new_pool()
+        workers = [asyncio.create_task(self._work(stop)) for _ in range(self.workers)]
         try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(self.workers):
-                    group.create_task(self._work(stop))
+            await stop.wait()
         finally:
+            for worker in workers:  # each gives its game's lease back
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
             pool, self.pool = self.pool, None
+            # A running analysis is not waited for (the executor has no public way to end it).
+            for process in list(pool._processes.values()):
+                process.terminate()
             pool.shutdown(wait=False, cancel_futures=True)
 
     async def _work(self, stop: asyncio.Event) -> None:
@@ -144,6 +156,10 @@ class Analyst:
         transcript_gz = await pg.fetchval("SELECT transcript FROM games WHERE id = $1", game_id)
         try:
             body, cpu_ms = await self._analyse(bytes(transcript_gz))
+        except asyncio.CancelledError:  # stopping: the lease goes back, the try is not counted
+            with contextlib.suppress(*PG_ERRORS):
+                await pg.execute(_RELEASE, game_id)
+            raise
         except ArchiveUnavailable:
             raise
         except Exception:  # kept under its lease, then taken again (MAX_TRIES in all)
@@ -169,7 +185,8 @@ class Analyst:
         except BrokenProcessPool as exc:
             log.warning("analysis worker process unavailable, starting another: %s", exc)
             broken, self.pool = self.pool, self._new_pool()
-            broken.shutdown(wait=False, cancel_futures=True)
+            if broken is not None:
+                broken.shutdown(wait=False, cancel_futures=True)
             raise ArchiveUnavailable from exc  # the job is taken again after a pause
 
     async def read(self, game_id: str, invite: str | None) -> dict[str, Any]:

@@ -147,3 +147,28 @@ async def test_the_analysis_is_served_over_http_private_games_with_their_invite(
     finally:
         await GameClient.close_all()
         await asyncio.to_thread(service.stop)
+
+
+async def test_stopping_mid_analysis_gives_the_game_back_at_once(
+    redis_client: redis.asyncio.Redis, database_url: str,
+) -> None:
+    table_id, _ = await archived_game(redis_client, database_url)
+    async with archiving(redis_client, database_url, run=False) as (_service, archive):
+        # a budget that takes minutes: the analysis is still running when the process stops
+        analyst = Analyst(archive.postgres, archive.analysis_wakeup, workers=1,
+                          budget_ms=10**8, deals=10**7, poll_s=0.1)
+        stop = asyncio.Event()
+        worker = asyncio.create_task(analyst.run(stop))
+
+        async def taken() -> bool:
+            row = await analysis_row(database_url, table_id)
+            return row is not None and row["tries"] == 1
+        await wait_for(taken, what="the lease")
+        await asyncio.sleep(0.5)
+        started = asyncio.get_running_loop().time()
+        stop.set()
+        await asyncio.wait_for(worker, 10)
+        assert asyncio.get_running_loop().time() - started < 5
+    row = await analysis_row(database_url, table_id)
+    assert row is not None and row["status"] == "pending"
+    assert row["tries"] == 0 and row["lease_until"] is None
