@@ -9,6 +9,11 @@ Policies: `RANDOM` makes exactly the moves `legal_moves` + `apply` would make fo
 random numbers (move k of the list, k = int(random() * len(list))); `GREEDY` makes the moves
 the greedy bot would (`greedy_key`: most points now, then the heaviest tile, a double first,
 the higher tile, the end on the layout tile placed first) and takes no random numbers.
+`CAUTIOUS` (the strong bot's model of its own side's later plays) takes the most points now
+less the most the next seat could score straight after, from the hand it holds in the
+playout; then a play that leaves the next seat nothing that fits; then greedy's order. In
+`finish_hand` it is played by the seats of the `careful` bitmask only, the others greedy; a
+lead, and the draws for a double to lead, are greedy's.
 
 Every tile goes through engine.kernel `play_tile`, as in `apply`; the position lives in local
 variables instead of a new `GameState` and events for every move. `RANDOM` never builds the
@@ -68,7 +73,7 @@ def greedy_key(points: int, tile: int, node: int) -> int:
 def _policy(policy: str) -> bool:
     """Whether `policy` is greedy or cautious (else random); raises ValueError for an unknown
     one."""
-    if policy == GREEDY or policy == CAUTIOUS:
+    if policy in (GREEDY, CAUTIOUS):
         return True
     if policy == RANDOM:
         return False
@@ -86,7 +91,7 @@ def play_out_hand(state: GameState, rng: random.Random, policy: str = RANDOM) ->
     greedy = _policy(policy)
     rand = rng.random
     state, first = _lead_phase(state, rand, greedy)
-    result = _run(state, rand, greedy, first, True)
+    result = _run(state, rand, greedy, first, True, -1 if policy == CAUTIOUS else 0)
     assert isinstance(result, GameState)
     return result
 
@@ -97,8 +102,10 @@ def finish_hand(state: GameState, policy: str = GREEDY, rng: random.Random | Non
     to move) when given; return how the hand was settled.
 
     The settlement is the one `apply` would record (its `totals`, and `game_winner` when the
-    game ended in the hand). `RANDOM` needs `rng`. Raises `IllegalMove` for a finished game,
-    a state between rounds, or a `first` that is not legal.
+    game ended in the hand). `RANDOM` needs `rng`. With `CAUTIOUS`, the seats in `careful`
+    (a bitmask, all of them by default) play cautiously and the others greedily. Raises
+    `IllegalMove` for a finished game, a state between rounds, or a `first` that is not
+    legal.
     """
     if state.table.game_over:
         raise IllegalMove("game_over", "the game is over")

@@ -9,7 +9,8 @@ gets a *slot* with the tiles it cannot be; the last tiles a seat drew are assume
 ones it still holds, which is the loosest reading, so the real deal always satisfies the
 slots. It also records each free choice of play the other seats made (`Observation`), scored
 by the kernel at the layout of the time, so a deal can be weighed by how well it explains them
-(`Knowledge.log_likelihood`). `Knowledge.deal` turns one sampled deal into the full
+(`Knowledge.log_likelihood`: players are taken to play greedy's move with chance `GREEDY_MIX`,
+else to prefer points softly). `Knowledge.deal` turns one sampled deal into the full
 `GameState` the search plays out. Imports only engine modules.
 """
 
@@ -25,6 +26,7 @@ from engine.game import resolve_play
 from engine.kernel import open_ends, play_tile
 from engine.layout import Ends, Nodes, end_index, open_mask
 from engine.moves import Move, Play, move_from_data
+from engine.playout import greedy_key
 from engine.rules import Rules
 from engine.state import GameState
 from engine.tiles import DOUBLES_MASK, FULL_SET, HIGH, IS_DOUBLE, PIPS, VALUE_MASK, tile_index
@@ -64,9 +66,11 @@ class Observation:
     """Another seat's free choice of a play: how likely each tile it might have held
     would have made it choose what it chose.
 
-    Players are modelled as preferring points: a play scoring p is chosen with weight
-    exp(beta * p). `weights[t]` sums that over the ends tile t fitted; `later` holds the
-    tiles the seat played afterwards (it held them then).
+    Players are modelled as a mixture: with chance `GREEDY_MIX` they make greedy's play,
+    otherwise they prefer points, a play scoring p chosen with weight exp(beta * p).
+    `weights[t]` sums that over the ends tile t fitted; `later` holds the tiles the seat
+    played afterwards (it held them then); `better` the tiles greedy would have played
+    instead (0 when the seat has drawn since: which tiles it held then is not known).
     """
 
     seat: int
@@ -74,6 +78,12 @@ class Observation:
     chosen: float
     weights: list[float]
     later: int = 0
+    better: int = 0
+
+
+GREEDY_MIX = 0.5
+"""The chance a player is taken to make greedy's play (engine.playout `greedy_key`: the most
+points, then the heaviest tile); the rest of the time it prefers points softly."""
 
 
 def _observe(rules: Rules, nodes: Nodes, ends: Ends, seat: int, tile: int, index: int,
@@ -84,15 +94,21 @@ def _observe(rules: Rules, nodes: Nodes, ends: Ends, seat: int, tile: int, index
     for node in nodes:
         placed |= 1 << node[0]
     exp = math.exp
+    keys = [-1] * 28
     for i in open_ends(ends, rules.all_four_first):
         fits = VALUE_MASK[ends[i][2]] & ~placed
         while fits:
             bit = fits & -fits
             fits ^= bit
             t = bit.bit_length() - 1
-            weights[t] += exp(beta * play_tile(rules, nodes, ends, i, t)[3])
-    chosen = beta * play_tile(rules, nodes, ends, index, tile)[3]
-    return Observation(seat, tile, chosen, weights)
+            points = play_tile(rules, nodes, ends, i, t)[3]
+            weights[t] += exp(beta * points)
+            keys[t] = max(keys[t], greedy_key(points, t, ends[i][0]))
+    points = play_tile(rules, nodes, ends, index, tile)[3]
+    chosen = beta * points
+    mine = greedy_key(points, tile, ends[index][0] if index >= 0 else 0)
+    better = sum(1 << t for t in range(28) if keys[t] > mine)
+    return Observation(seat, tile, chosen, weights, 0, better)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -133,15 +149,20 @@ class Knowledge:
     def log_likelihood(self, hands: Sequence[int]) -> float:
         """How well a deal explains the other seats' choices (log, up to a constant)."""
         total = 0.0
+        mix = GREEDY_MIX
         for ob in self.observations:
-            m = hands[ob.seat] | ob.later | 1 << ob.tile
+            held = m = hands[ob.seat] | ob.later | 1 << ob.tile
             z = 0.0
             weights = ob.weights
             while m:
                 bit = m & -m
                 m ^= bit
                 z += weights[bit.bit_length() - 1]
-            total += ob.chosen - math.log(z)
+            if mix:
+                greedy = 0.0 if held & ob.better else 1.0
+                total += math.log(mix * greedy + (1 - mix) * math.exp(ob.chosen) / z)
+            else:
+                total += ob.chosen - math.log(z)
         return total
 
     @classmethod
@@ -168,8 +189,10 @@ class Knowledge:
         lead_draws = False
         first_lead = -1
         beta = inference_strength(rules) if infer else 0.0
+        mix = GREEDY_MIX if infer else 0.0
         observations: list[Observation] = []
         plays: list[tuple[int, int]] = []
+        observed_at: list[int] = []  # each observation's place in the history
         for i, entry in enumerate(history):
             s = int(entry["seat"])
             nodes, ends = steps[min(played, len(layout))]
@@ -183,12 +206,13 @@ class Knowledge:
                 else:
                     prev = history[i - 1] if i else None
                     drawn = prev is not None and "draw" in prev and int(prev["seat"]) == s
-                    if beta and s != seat and not drawn:
+                    if (beta or mix) and s != seat and not drawn:
                         node = layout[played]
                         index = end_index(ends, int(node["parent"]), str(node["side"]))
                         observations.append(
                             _observe(rules, nodes, ends, s, tile, index, beta))
                         observations[-1].later = len(plays)
+                        observed_at.append(i)
                 played += 1
                 continue
             if not nodes:
@@ -233,12 +257,14 @@ class Knowledge:
             for _, forbid in ev:
                 f_all |= forbid
             slots.extend((s, f_all) for _ in range(counts[s] - len(late)))
-        for ob in observations:
+        for ob, at in zip(observations, observed_at, strict=True):
             start = ob.later
             ob.later = 0
             for s2, t in plays[start:]:
                 if s2 == ob.seat:
                     ob.later |= 1 << t
+            if any("draw" in e and int(e["seat"]) == ob.seat for e in history[at + 1:]):
+                ob.better = 0  # which tiles it held then is not known: no greedy test
         legal = [move_from_data(d) for d in view.get("legal") or []]
         return cls(
             position=position,

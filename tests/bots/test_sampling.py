@@ -8,7 +8,7 @@ import random
 import pytest
 
 from engine import Draw, Pass, apply, game_from_deal, legal_moves, move_from_data, new_game, view
-from engine.bots.knowledge import Knowledge
+from engine.bots.knowledge import GREEDY_MIX, Knowledge
 from engine.bots.sampler import sample_deal
 from engine.layout import open_mask
 from engine.tiles import DOUBLES_MASK, FULL_SET, tile_index
@@ -123,9 +123,11 @@ def test_sampling_repairs_a_cornered_greedy_pass() -> None:
 def test_deals_that_explain_a_seats_choice_weigh_more() -> None:
     # Seat 0 leads 6-4 (ends 6 and 4); seat 1 answers 4-1 on the 4: 6 + 1 = 7, no points.
     # Had seat 1 held 6-1, it could have scored 5 (1 + 4) on the 6. Players are taken to
-    # choose a play scoring p with weight exp(p / 5) under all-fives, so:
-    #   seat 1 held 4-1 and nothing else that fits: likelihood 1 / 1 -> log 0;
-    #   seat 1 also held 6-1: e^0 / (e^0 + e^1) -> log = -ln(1 + e).
+    # be greedy with chance `mix` (GREEDY_MIX), and otherwise to choose a play scoring p
+    # with weight exp(p / 5) under all-fives, so:
+    #   seat 1 held 4-1 and nothing else that fits: mix + (1 - mix) * 1 / 1 -> log 0;
+    #   seat 1 also held 6-1 (greedy would have scored with it):
+    #   (1 - mix) * e^0 / (e^0 + e^1) -> log = ln(1 - mix) - ln(1 + e).
     hands = [["6-4", "6-6", "5-4", "4-4", "3-2", "2-1", "1-1"],
              ["4-1", "5-5", "3-3", "2-2", "1-0", "2-0", "3-0"]]
     dealt = {t for h in hands for t in h}
@@ -139,4 +141,6 @@ def test_deals_that_explain_a_seats_choice_weigh_more() -> None:
     with_six_one = _mask(["5-5", "3-3", "2-2", "6-1", "2-0", "3-0"])
     mine = _mask(["6-6", "5-4", "4-4", "3-2", "2-1", "1-1"])
     assert knowledge.log_likelihood([mine, no_alternative]) == 0.0
-    assert knowledge.log_likelihood([mine, with_six_one]) == pytest.approx(-math.log(1 + math.e))
+    mix = GREEDY_MIX
+    assert knowledge.log_likelihood([mine, with_six_one]) == pytest.approx(
+        math.log(1 - mix) - math.log(1 + math.e))
