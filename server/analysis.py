@@ -10,9 +10,10 @@ was taken ``MAX_TRIES`` times without finishing is marked ``failed`` instead of 
 ever.
 
 Work. The analysis runs in ``ANALYSIS_WORKERS`` spawned worker processes of its own
-(server.bot_worker `analyse_game`), started at a lower CPU priority (``os.nice`` +10) than the
-server and its bot workers, each within ``ANALYSIS_BUDGET_MS`` of CPU per game and
-``ANALYSIS_DEALS`` sampled deals per move: live tables never wait for it.
+(server.bot_worker `analyse_game`), in the idle scheduling class (`bot_worker.lower_priority`:
+they run only on CPU time the server, its bot workers and Redis leave), each within
+``ANALYSIS_BUDGET_MS`` of CPU per game and ``ANALYSIS_DEALS`` sampled deals per move: live
+tables never wait for it.
 
 Reads. `Analyst.read` answers ``GET /api/games/{id}/analysis`` (a private game needs its
 invite, as for the game itself). Must not import the HTTP layer.

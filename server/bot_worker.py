@@ -17,8 +17,9 @@ from typing import Any
 from engine.analysis import analyse
 from engine.bots import choose_move
 
-ANALYSIS_NICENESS = 10
-"""How much lower than the server's the analysis workers' CPU priority is (os.nice)."""
+ANALYSIS_NICENESS = 19
+"""How much lower than the server's the analysis workers' CPU priority is (os.nice), where
+the idle scheduling class is not available."""
 
 
 def warm() -> int:
@@ -34,9 +35,13 @@ def think(level: str, view: Mapping[str, Any], seed: int) -> tuple[Any, float]:
 
 
 def lower_priority() -> None:
-    """Start-up of an analysis worker: run below the server and the bot workers, so that
-    analysing never takes a core from a live table."""
-    os.nice(ANALYSIS_NICENESS)
+    """Start-up of an analysis worker: run only on CPU time nothing else wants -- Linux's idle
+    scheduling class (SCHED_IDLE), else the lowest niceness -- so that analysing never takes a
+    core from the server, its bot workers or Redis."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):  # not Linux, or not allowed
+        os.nice(ANALYSIS_NICENESS)
 
 
 def analyse_game(transcript_gz: bytes, deals: int, budget_ms: int) -> tuple[bytes, int]:
