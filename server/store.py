@@ -99,6 +99,7 @@ import msgpack
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 
 LOBBY = {"waiting": "lobby:open", "playing": "lobby:playing"}  # status -> index
 DEADLINES = "deadlines"
@@ -308,6 +309,23 @@ class Frames(list[tuple[int, bytes]]):
     revoked_at: int | None = None
 
 
+async def sharded_pubsub(client: redis.asyncio.Redis) -> bool:
+    """Whether a table's notices should be shard channel messages: on a Redis Cluster whose
+    every primary runs Redis 7 or newer (SPUBLISH and SSUBSCRIBE came with 7.0). A single
+    Redis, an older cluster or one whose versions cannot be read: classic pub/sub, which a
+    cluster broadcasts to every node."""
+    if not isinstance(client, RedisCluster):
+        return False
+    try:
+        found = await client.info("server", target_nodes=RedisCluster.PRIMARIES)
+    except (RedisError, OSError):
+        return False
+    infos = list(found.values()) if isinstance(found, dict) and "redis_version" not in found \
+        else [found]
+    versions = [str(info.get("redis_version", "0")) for info in infos if isinstance(info, dict)]
+    return bool(versions) and all(int(v.split(".")[0]) >= 7 for v in versions)
+
+
 def token_hash(token: str) -> str:
     """What is stored of a seat token or invite code: its SHA-256, in hex."""
     return hashlib.sha256(token.encode()).hexdigest()
@@ -419,8 +437,9 @@ class Store:
         self.history_limit = history_limit
         self.cluster = isinstance(client, RedisCluster)
         # On a cluster a table's notices are shard channel messages (SPUBLISH), kept on the
-        # primary of the table's slot instead of broadcast to every node (server.fanout.pubsub).
-        self._sharded = "1" if self.cluster else "0"
+        # primary of the table's slot instead of broadcast to every node (server.fanout.pubsub);
+        # `sharded_pubsub` turns that off for a cluster older than Redis 7.
+        self.sharded = self.cluster
         self.notice_frames_max = notice_frames_max
         self._commit = client.register_script(_COMMIT_LUA)
         self._release = client.register_script(_RELEASE_LUA)
@@ -475,7 +494,7 @@ class Store:
             table_keys = [*table_keys, DEADLINES]
         else:
             args += ["0", "", "", 0]
-        args += [self._notice(expected + 1, frames, token), self._sharded]
+        args += [self._notice(expected + 1, frames, token), "1" if self.sharded else "0"]
         committed = await self._run_commit(table_keys, args)
         if committed.outcome == "ok" and due_ms != "keep" and not folded:
             await self.schedule(table_id, expected or None, expected + 1,
@@ -557,7 +576,7 @@ class Store:
         seat_arg, hash_arg = seat if seat else ("", "")
         done = await self._chat(keys=[keys.tokens, keys.chat, keys.version],
                                 args=[seat_arg, hash_arg, frame, keep, keys.live, live_message,
-                                      self._sharded])
+                                      "1" if self.sharded else "0"])
         return bool(done != 0)
 
     @reconnecting
@@ -835,7 +854,7 @@ class Store:
     async def publish_live(self, table_id: str, message: bytes) -> None:
         """Publish a msgpack map on the table's live channel (chat, presence, claims); a shard
         channel message on a cluster."""
-        if self.cluster:
+        if self.sharded:
             await self.redis.spublish(TableKeys(table_id).live, message)
         else:
             await self.redis.publish(TableKeys(table_id).live, message)

@@ -63,7 +63,8 @@ class Hub:
         self.registry = LocalTables(metrics, settings)
         self.crowd = Crowd(service.store, settings, metrics, process_id)
         self.tokens = SeatTokens(service)
-        self.subscriber = Subscriber(redis, metrics, service.notice_channel, self)
+        self.subscriber = Subscriber(redis, metrics, service.notice_channel, self,
+                                     sharded=service.store.sharded)
         self.delivery = Delivery(service, self.registry, self.tokens, self.background,
                                  metrics, settings)
         self.presence = Presence(service.store, self.registry, self.crowd, metrics, settings,

