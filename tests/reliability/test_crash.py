@@ -50,10 +50,11 @@ async def test_kill_9_mid_game_every_client_resumes_and_no_acknowledged_move_is_
     await start(two)
     try:
         async with httpx.AsyncClient(base_url=one.url, timeout=10) as http:
-            tables = await seat_tables(http, [one.ws_url, two.ws_url], tables=6, target=60,
+            # games long enough (to 120) that the second kill still finds them going
+            tables = await seat_tables(http, [one.ws_url, two.ws_url], tables=6, target=120,
                                        chat_every=4)
             robots = [r for rs in tables.values() for r in rs]
-            tasks = [asyncio.create_task(r.run(80)) for r in robots]
+            tasks = [asyncio.create_task(r.run(150)) for r in robots]
             try:
                 # Kill one process while every table is mid-game and moves are in flight.
                 await wait_for(lambda: min(versions(tables)) >= 12, 40)
@@ -73,7 +74,7 @@ async def test_kill_9_mid_game_every_client_resumes_and_no_acknowledged_move_is_
                 logs.append(two.log_path.read_text(errors="replace"))
                 live_at_second_kill = sum(live(tables))
                 await start(two)
-                await asyncio.wait_for(asyncio.gather(*tasks), 95)
+                await asyncio.wait_for(asyncio.gather(*tasks), 160)
             finally:
                 for task in tasks:
                     task.cancel()
