@@ -11,7 +11,8 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
                      audience -> encoded diff frame, and ``!tok`` -> the seat (or ``invite``)
                      whose token that version changed
 - ``t:{id}:cid``     hash ``<seat>:<client id>`` -> version accepted for that client message id
-- ``t:{id}:lease``   short lease of the process acting on a deadline
+- ``t:{id}:lease``   short lease of the process acting on a deadline (own expiry, never the
+                     table's lifetime: a lease left by a crashed process must still run out)
 - ``t:{id}:seen``    hash seat -> ms up to which that seat is known to have had a connection
                      (its join, then the hub on attach, refresh and detach)
 - ``t:{id}:owner``   who created the table (server.fairness.owner_key of the address)
@@ -43,9 +44,10 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
 
 Lifetime: every key of a table gets the lifetime its commit gives it, all at once (the commit
 script sets it on each): a waiting table expires if nobody joins for ``WAITING_TTL``, a playing
-one is kept, a finished one is kept for ``RETENTION`` and then disappears whole. The keys
-written outside a commit (``TableKeys.companions``) take the version key's lifetime when
-written; ``watchers`` and ``chatbudget`` have lifetimes of their own.
+one is kept (set by the commit that starts the game; later moves leave it), a finished one is
+kept for ``RETENTION`` and then disappears whole. The keys written outside a commit
+(``TableKeys.companions``) take the version key's lifetime when written; ``watchers``,
+``chatbudget`` and ``lease`` have lifetimes of their own.
 
 Global keys, each touched by single-key commands only: ``lobby:open`` and ``lobby:playing``
 (zsets id -> created ms of the public tables waiting for players and playing; a finished
@@ -100,6 +102,8 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+
+from server.redis_link import CommitLink
 
 LOBBY = {"waiting": "lobby:open", "playing": "lobby:playing"}  # status -> index
 DEADLINES = "deadlines"
@@ -283,7 +287,7 @@ class TableKeys:
     def companions(self) -> list[str]:
         """The table's keys besides those its commit writes: they share its lifetime."""
         return [self.chat, self.presence, *(self.claim(seat) for seat in range(4)), self.seen,
-                self.owner, self.lease, self.transcript, self.replay]
+                self.owner, self.transcript, self.replay]
 
 
 INVITE_FIELD = "invite"
@@ -442,6 +446,8 @@ class Store:
         self.sharded = self.cluster
         self.notice_frames_max = notice_frames_max
         self._commit = client.register_script(_COMMIT_LUA)
+        # the move path's one command, on a pipelined link of its own (server.redis_link)
+        self._link = CommitLink.of(client)
         self._release = client.register_script(_RELEASE_LUA)
         self._reschedule = client.register_script(_RESCHEDULE_LUA)
         self._access = client.register_script(_ACCESS_LUA)
@@ -462,14 +468,15 @@ class Store:
         client: tuple[int, str] | None = None,
         token: tuple[Literal["set", "del"], int | str, str] | None = None,
         require: tuple[int, str] | None = None,
-        lifetime_ms: int = 0,
+        lifetime_ms: int | Literal["keep"] = 0,
         due_ms: int | Literal["keep"] | None = "keep",
     ) -> CommitResult:
         """Atomically: check that ``require`` (seat, token hash) still holds its seat and that
         the version is ``expected``, store state and meta, apply the token change (seat or
         ``INVITE_FIELD``), append the frames as stream entry ``0-<expected+1>``, remember the
-        client id, give every key of the table ``lifetime_ms`` from now (0: no expiry), publish
-        the new version. ``expected=0`` creates the table.
+        client id, give every key of the table ``lifetime_ms`` from now (0: no expiry;
+        ``"keep"``: leave every key's lifetime as it is), publish the new version.
+        ``expected=0`` creates the table.
 
         ``due_ms``: the new version's deadline entry (`schedule`) replaces the expected
         version's: due then, or none when None; ``"keep"`` leaves the deadlines alone. On a
@@ -481,7 +488,8 @@ class Store:
         args: list[Any] = [
             expected, state, meta, keys.channel, self.history_limit or 0,
             f"{client[0]}:{client[1]}" if client else "", token_op, token_seat, token_hash,
-            required_seat, required_hash, lifetime_ms, len(frames),
+            required_seat, required_hash, -1 if lifetime_ms == "keep" else lifetime_ms,
+            len(frames),
         ]
         for audience, frame in frames.items():
             args += [audience, frame]
@@ -510,9 +518,17 @@ class Store:
             return b""
         return bytes(msgpack.packb([version, dict(frames), str(token[1]) if token else None]))
 
+    def close(self) -> None:
+        """Close the commit link (the client's own connections are the client's)."""
+        if self._link is not None:
+            self._link.close()
+
     @reconnecting
     async def _run_commit(self, keys: list[str], args: list[Any]) -> CommitResult:
-        result = await self._commit(keys=keys, args=args)
+        if self._link is not None:
+            result = await self._link.evalsha(self._commit.sha, _COMMIT_LUA, keys, args)
+        else:
+            result = await self._commit(keys=keys, args=args)
         outcome = result[0].decode() if isinstance(result[0], bytes) else str(result[0])
         assert outcome in ("ok", "stale", "dup", "revoked")
         return CommitResult(outcome, int(result[1]))  # type: ignore[arg-type]

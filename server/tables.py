@@ -447,7 +447,8 @@ class TableService:
         return data
 
     def close(self) -> None:
-        """Stop the render worker (if it was started)."""
+        """Stop the render worker (if it was started) and the store's commit link."""
+        self.store.close()
         pool, self._render_pool = self._render_pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -536,7 +537,9 @@ class TableService:
         result = await self.store.commit(
             table_id, loaded.version, change.record.to_blob(), meta, frames,
             client=client, token=change.token, require=require,
-            lifetime_ms=self.lifetime_ms.get(status, 0),
+            # a game going on keeps every key without expiry: set once, when it starts
+            lifetime_ms="keep" if status == PLAYING and loaded.record.status == PLAYING
+            and loaded.version > 0 else self.lifetime_ms.get(status, 0),
             # tables without bots or clocks leave the deadlines alone
             due_ms=due if due is not None or had_due else "keep")
         if result.outcome == "dup":

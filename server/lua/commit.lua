@@ -8,7 +8,8 @@
 --       5 stream max length (0 = keep all), 6 client id field ("" = no client id),
 --       7 token op ("", "set", "del"), 8 token field (a seat, or "invite"), 9 token hash,
 --       10 seat whose token must be ARGV[11] ("" = none), 11 that token's hash,
---       12 lifetime in ms of every key of the table from now (0 = no expiry),
+--       12 lifetime in ms of every key of the table from now (0 = no expiry, -1 = leave
+--       every key's lifetime as it is),
 --       13 number of frames, then (audience, frame) pairs, then
 --       14 "1" when the deadlines zset is the last key, 15 its member for the expected
 --       version to remove ("" = none), 16 the member for the new version to add ("" = none),
@@ -71,11 +72,13 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[6], ARGV[6], v)
 end
 local ttl = tonumber(ARGV[12])
-for i = 1, tablekeys do
-  if ttl > 0 then
-    redis.call('PEXPIRE', KEYS[i], ttl)
-  else
-    redis.call('PERSIST', KEYS[i])
+if ttl >= 0 then
+  for i = 1, tablekeys do
+    if ttl > 0 then
+      redis.call('PEXPIRE', KEYS[i], ttl)
+    else
+      redis.call('PERSIST', KEYS[i])
+    end
   end
 end
 local notice = ARGV[after + 5]

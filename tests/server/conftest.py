@@ -5,6 +5,9 @@
   themselves are tested on a server with the defaults).
 - ``http``: an httpx.AsyncClient on that service.
 - ``db``: a connection to the test's own PostgreSQL database (``database_url``).
+
+Every test ends by closing the commit links its table services opened (server.redis_link), in
+its own event loop.
 """
 
 from __future__ import annotations
@@ -17,9 +20,17 @@ import asyncpg
 import httpx
 import pytest
 
+from server import redis_link
 from tests.support.servers import GameClient, ServiceProcess
 
 FAST = {"RATE": "1000/2000"}
+
+
+@pytest.fixture(autouse=True)
+async def _close_commit_links() -> AsyncIterator[None]:
+    yield
+    redis_link.close_all()
+    await asyncio.sleep(0)  # the transports finish closing in this loop
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ async def test_every_key_of_a_table_shares_its_hash_tag(redis_client: redis.asyn
     assert keys == ["t:{abcd12}:cid", "t:{abcd12}:log", "t:{abcd12}:meta", "t:{abcd12}:state",
                     "t:{abcd12}:tok", "t:{abcd12}:v"]
     keys += TableKeys("abcd12").companions  # written outside the commit, same lifetime
+    keys.append(TableKeys("abcd12").lease)  # its own expiry
     slots = {key_slot(k.encode()) for k in keys}
     assert len(slots) == 1
 
