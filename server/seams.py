@@ -41,6 +41,9 @@ class TableFeed(Protocol):
     store: Store
     # Told of each commit this process makes, with its frames (server.tables.TableService).
     committed: Callable[[str, int, Mapping[str, bytes], str | None], None] | None
+    # Asked by each commit whether this process's subscription to the table's notices is in
+    # effect (server.fanout.pubsub `Subscriber.subscribed`; None: cannot tell).
+    subscribed: Callable[[str], bool | None] | None
 
     async def snapshot(self, table_id: str, audience: str) -> tuple[int, dict[str, Any]]: ...
 

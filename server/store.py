@@ -163,6 +163,12 @@ if redis.call('PTTL', KEYS[1]) ~= -1 then return 0 end
 for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[1])) end
 return 1
 """
+_ANNOUNCE_LUA = """
+-- KEYS: 1 version; ARGV: 1 notice channel. Publish the version, if the table exists
+local v = redis.call('GET', KEYS[1])
+if v then redis.call('PUBLISH', ARGV[1], v) end
+return v and 1 or 0
+"""
 _RESCHEDULE_LUA = """
 -- move a deadline member from one version to the next in the one zset
 if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], ARGV[1]) end
@@ -456,6 +462,7 @@ class Store:
         self._seen = client.register_script(_SEEN_LUA)
         self._hit = client.register_script(_HIT_LUA)
         self._retain = client.register_script(_RETAIN_LUA)
+        self._announce = client.register_script(_ANNOUNCE_LUA)
 
     async def commit(
         self,
@@ -470,6 +477,7 @@ class Store:
         require: tuple[int, str] | None = None,
         lifetime_ms: int | Literal["keep"] = 0,
         due_ms: int | Literal["keep"] | None = "keep",
+        subscribed: bool | None = None,
     ) -> CommitResult:
         """Atomically: check that ``require`` (seat, token hash) still holds its seat and that
         the version is ``expected``, store state and meta, apply the token change (seat or
@@ -481,7 +489,12 @@ class Store:
         ``due_ms``: the new version's deadline entry (`schedule`) replaces the expected
         version's: due then, or none when None; ``"keep"`` leaves the deadlines alone. On a
         single Redis this is part of the same atomic step; on a cluster (the deadlines live in
-        another slot) it follows a commit that landed, as a command of its own."""
+        another slot) it follows a commit that landed, as a command of its own.
+
+        ``subscribed``: on a single Redis, whether this process's own subscription to the
+        table's notice channel is in effect (server.fanout.pubsub `Subscriber.subscribed`); the
+        notice is then published only if some other subscriber would read it. None (a cluster,
+        or a caller that cannot tell): always published."""
         keys = TableKeys(table_id)
         token_op, token_seat, token_hash = token if token else ("", 0, "")
         required_seat, required_hash = require if require else ("", "")
@@ -502,7 +515,8 @@ class Store:
             table_keys = [*table_keys, DEADLINES]
         else:
             args += ["0", "", "", 0]
-        args += [self._notice(expected + 1, frames, token), "1" if self.sharded else "0"]
+        args += [self._notice(expected + 1, frames, token), "1" if self.sharded else "0",
+                 "" if subscribed is None or self.cluster else int(subscribed)]
         committed = await self._run_commit(table_keys, args)
         if committed.outcome == "ok" and due_ms != "keep" and not folded:
             await self.schedule(table_id, expected or None, expected + 1,
@@ -620,6 +634,15 @@ class Store:
         them outside a commit: a claim, presence, a cached transcript)."""
         keys = TableKeys(table_id)
         await self._share(keys=[keys.version, *keys.companions])
+
+    @reconnecting
+    async def announce(self, table_ids: Sequence[str]) -> None:
+        """Publish each table's current version as a bare notice (single Redis): after this
+        process's subscriptions were lost, for the notices its commits left unpublished while
+        it still counted itself a subscriber (`commit` ``subscribed``)."""
+        for table_id in table_ids:
+            keys = TableKeys(table_id)
+            await self._announce(keys=[keys.version], args=[keys.channel])
 
     async def frames_since(
         self, table_id: str, audience: str, since: int

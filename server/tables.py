@@ -206,6 +206,9 @@ class TableService:
         # audience -> frame, the seat or "invite" whose token it changed), before anything
         # else awaits: the fan-out delivers them to local sockets without reading them back.
         self.committed: Callable[[str, int, Mapping[str, bytes], str | None], None] | None = None
+        # Whether this process's subscription to a table's notices is in effect (None: cannot
+        # tell); set by the hub (server.fanout.pubsub `Subscriber.subscribed`), see Store.commit.
+        self.subscribed: Callable[[str], bool | None] | None = None
         # Inbox notices (`Notices` in the application; None: none are sent): "your_turn" to an
         # account whose turn a commit started, "rematch" when a rematch table is made.
         self.notify: Notify | None = None
@@ -541,7 +544,8 @@ class TableService:
             lifetime_ms="keep" if status == PLAYING and loaded.record.status == PLAYING
             and loaded.version > 0 else self.lifetime_ms.get(status, 0),
             # tables without bots or clocks leave the deadlines alone
-            due_ms=due if due is not None or had_due else "keep")
+            due_ms=due if due is not None or had_due else "keep",
+            subscribed=self.subscribed(table_id) if self.subscribed is not None else None)
         if result.outcome == "dup":
             return result.version
         if result.outcome == "revoked":

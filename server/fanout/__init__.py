@@ -64,13 +64,15 @@ class Hub:
         self.crowd = Crowd(service.store, settings, metrics, process_id)
         self.tokens = SeatTokens(service)
         self.subscriber = Subscriber(redis, metrics, service.notice_channel, self,
-                                     sharded=service.store.sharded)
+                                     sharded=service.store.sharded,
+                                     announce=service.store.announce)
         self.delivery = Delivery(service, self.registry, self.tokens, self.background,
                                  metrics, settings)
         self.presence = Presence(service.store, self.registry, self.crowd, metrics, settings,
                                  process_id)
         self.chats = Chat(service, self.registry, self.crowd, metrics, settings)
         service.committed = self.delivery.committed  # this process's commits, delivered at once
+        service.subscribed = self.subscriber.subscribed
 
     @property
     def tables(self) -> dict[str, LocalTable]:

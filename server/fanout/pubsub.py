@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import msgpack
@@ -39,6 +40,7 @@ from server.logs import event
 from server.metrics import Metrics
 from server.store import PROCESS_CHANNEL, TableKeys
 
+PUBSUB_CLIENT_NAME = "dominoes-pubsub-{pid}"  # every pub/sub connection's CLIENT SETNAME
 READ_TIMEOUT_S = 1.0  # one wait for a message; then the reader looks at its connection again
 RENEW_AFTER_S = 0.5  # pause after a connection error before the connection is renewed
 PLACE_RETRY_S = (0.05, 2.0)  # first and longest pause before tables are placed again
@@ -78,7 +80,8 @@ def _own_pubsub(connection_class: type[aioredis.Connection],
     """A pub/sub on a connection of its own that never reconnects by itself: redis-py's own
     reconnect inside a read can race a concurrent subscribe and leave those subscriptions on a
     second socket that nobody reads. Its reader renews it instead."""
-    kwargs = {**connection_kwargs, "retry": Retry(NoBackoff(), 0)}
+    kwargs = {**connection_kwargs, "retry": Retry(NoBackoff(), 0),
+              "client_name": PUBSUB_CLIENT_NAME.format(pid=os.getpid())}
     kwargs.pop("retry_on_error", None)
     pool = aioredis.ConnectionPool(connection_class=connection_class, max_connections=1,
                                    **kwargs)
@@ -123,7 +126,8 @@ class Subscriber:
 
     def __init__(self, redis: aioredis.Redis, metrics: Metrics,
                  notice_channel: Callable[[str], str], listener: Listener,
-                 sharded: bool = True) -> None:
+                 sharded: bool = True,
+                 announce: Callable[[Sequence[str]], Awaitable[None]] | None = None) -> None:
         self.redis = redis
         # A single Redis keeps classic pub/sub: it works on every Redis version (SSUBSCRIBE
         # needs 7.0), and one server has no cluster bus for a PUBLISH to flood. So does a
@@ -141,6 +145,23 @@ class Subscriber:
         self._unplaced: set[str] = set()  # cluster: tables to subscribe again on their slot's owner
         self._replace = asyncio.Event()  # set when `_unplaced` gets a table
         self._group: asyncio.TaskGroup | None = None  # the readers' tasks while `read_loop` runs
+        # Single Redis: the tables whose notice subscription is in effect on the classic
+        # connection (its confirmation came, no unsubscribe was sent since, the connection was
+        # not lost since). A commit of this process then publishes its notice only if another
+        # subscriber would read it (Store.commit ``subscribed``). When the connection is lost
+        # they are announced again once it is renewed (`announce`: Store.announce), for the
+        # other processes' sake: a commit may have left its notice unpublished after Redis
+        # dropped this connection and before the reader saw it.
+        self.counting = not isinstance(redis, RedisCluster)
+        self.confirmed: set[str] = set()
+        self._leaving: dict[str, int] = {}  # notice channel -> its unsubscribes not yet answered
+        self._announce = announce
+        self._unannounced: set[str] = set()
+
+    def subscribed(self, table_id: str) -> bool | None:
+        """Whether this process's subscription to the table's notices is in effect; None on a
+        cluster (a node counts only its own subscribers)."""
+        return table_id in self.confirmed if self.counting else None
 
     def _table_channels(self, table_id: str) -> tuple[str, str]:
         return self.notice_channel(table_id), TableKeys(table_id).live
@@ -195,6 +216,10 @@ class Subscriber:
                 if shard is not None:
                     await self._leave(shard, table_id)
                 return
+            # Not counted from before the unsubscribe takes effect until a later subscribe's
+            # confirmation (Redis answers a connection's commands in order).
+            self.confirmed.discard(table_id)
+            self._leaving[notice] = self._leaving.get(notice, 0) + 1
             try:
                 await self.pubsub.unsubscribe(notice, live)
             except (RedisError, OSError):
@@ -213,11 +238,22 @@ class Subscriber:
         process channel and, on a single Redis, every table's channels; each table's subscribe
         confirmation makes the reader fetch what was missed meanwhile. Raises the Redis error if
         it cannot; the reader tries again."""
+        self._lost()
         old, self.pubsub = self.pubsub, self._new_pubsub()
         await _close(old)
         if subscribe:
             tables = self.channels if self.cluster is None else {}
             await self.pubsub.subscribe(PROCESS_CHANNEL, *tables)
+            if self._unannounced and self._announce is not None:
+                unannounced = sorted(self._unannounced)
+                await self._announce(unannounced)
+                self._unannounced.difference_update(unannounced)
+
+    def _lost(self) -> None:
+        """The classic connection failed: none of its subscriptions counts any more."""
+        self._unannounced |= self.confirmed
+        self.confirmed = set()
+        self._leaving.clear()
 
     # ---- the shard connections (Redis Cluster) ---------------------------------------------
 
@@ -377,6 +413,7 @@ class Subscriber:
                     raise aioredis.ConnectionError("not subscribed")
                 message = await self.pubsub.get_message(timeout=READ_TIMEOUT_S)
             except (RedisError, OSError) as exc:
+                self._lost()
                 redis_error(self.metrics, exc, None)
                 await asyncio.sleep(RENEW_AFTER_S)
                 with contextlib.suppress(RedisError, OSError):
@@ -394,6 +431,10 @@ class Subscriber:
         channel = message.get("channel")
         if isinstance(channel, bytes):
             channel = channel.decode()
+        if message["type"] == "unsubscribe" and shard is None and channel in self._leaving:
+            self._leaving[channel] -= 1
+            if not self._leaving[channel]:
+                del self._leaving[channel]
         entry = self.channels.get(channel) if isinstance(channel, str) else None
         if entry is None:
             return
@@ -402,6 +443,8 @@ class Subscriber:
         if kind_of_message in ("subscribe", "ssubscribe"):
             # Anything committed before the subscription took effect is fetched now.
             if kind == "notice":
+                if shard is None and self.counting and channel not in self._leaving:
+                    self.confirmed.add(table_id)
                 self.listener.notice(table_id, None)
             return
         if kind_of_message == "sunsubscribe":

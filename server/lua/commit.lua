@@ -15,7 +15,10 @@
 --       version to remove ("" = none), 16 the member for the new version to add ("" = none),
 --       17 that member's due time (ms), 18 the notice to publish ("" or absent: the new
 --       version as ASCII digits), 19 "1" to publish it as a shard channel message
---       (SPUBLISH: Redis Cluster; else PUBLISH)
+--       (SPUBLISH: Redis Cluster; else PUBLISH), 20 publish only when the channel has more
+--       than this many subscribers ("" or absent: always): a single Redis counts them all, so
+--       the committing process, which delivers to its own sockets itself, says 1 when it is a
+--       subscriber and 0 when not, and a notice nobody else would read is not sent
 -- A token op also writes the field "!tok" = its field into the version's stream entry: every
 -- socket that authenticated with that seat's token before this version is closed before it is
 -- shown this version.
@@ -81,7 +84,10 @@ if ttl >= 0 then
     end
   end
 end
-local notice = ARGV[after + 5]
-if notice == nil or notice == '' then notice = v end
-redis.call(ARGV[after + 6] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[4], notice)
+local listeners = tonumber(ARGV[after + 7] or '')
+if listeners == nil or redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2] > listeners then
+  local notice = ARGV[after + 5]
+  if notice == nil or notice == '' then notice = v end
+  redis.call(ARGV[after + 6] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[4], notice)
+end
 return {'ok', v}
