@@ -107,6 +107,7 @@ from server.redis_link import CommitLink
 
 LOBBY = {"waiting": "lobby:open", "playing": "lobby:playing"}  # status -> index
 DEADLINES = "deadlines"
+ANNOUNCE_BATCH = 500  # tables announced per pipeline (Store.announce)
 PROCESS_CHANNEL = "dominoes:processes"  # every hub subscribes to it (before any table)
 SEATED_KEEP_S = 90 * 86400  # a seated:<identity> key nobody touches for this long expires
 ARCHIVE_QUEUE = "archive:pending"  # list of "<id> <ended ms>" or "<id>" (server.archive)
@@ -640,9 +641,12 @@ class Store:
         """Publish each table's current version as a bare notice (single Redis): after this
         process's subscriptions were lost, for the notices its commits left unpublished while
         it still counted itself a subscriber (`commit` ``subscribed``)."""
-        for table_id in table_ids:
-            keys = TableKeys(table_id)
-            await self._announce(keys=[keys.version], args=[keys.channel])
+        for start in range(0, len(table_ids), ANNOUNCE_BATCH):
+            pipe = self.redis.pipeline(transaction=False)
+            for table_id in table_ids[start:start + ANNOUNCE_BATCH]:
+                keys = TableKeys(table_id)
+                await self._announce(keys=[keys.version], args=[keys.channel], client=pipe)
+            await pipe.execute()
 
     async def frames_since(
         self, table_id: str, audience: str, since: int

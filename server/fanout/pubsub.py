@@ -244,10 +244,6 @@ class Subscriber:
         if subscribe:
             tables = self.channels if self.cluster is None else {}
             await self.pubsub.subscribe(PROCESS_CHANNEL, *tables)
-            if self._unannounced and self._announce is not None:
-                unannounced = sorted(self._unannounced)
-                await self._announce(unannounced)
-                self._unannounced.difference_update(unannounced)
 
     def _lost(self) -> None:
         """The classic connection failed: none of its subscriptions counts any more."""
@@ -411,6 +407,10 @@ class Subscriber:
             try:
                 if not self.pubsub.subscribed:  # a renewal that found Redis still down
                     raise aioredis.ConnectionError("not subscribed")
+                if self._unannounced and self._announce is not None:  # subscribed again
+                    unannounced = sorted(self._unannounced)
+                    await self._announce(unannounced)
+                    self._unannounced.difference_update(unannounced)
                 message = await self.pubsub.get_message(timeout=READ_TIMEOUT_S)
             except (RedisError, OSError) as exc:
                 self._lost()
