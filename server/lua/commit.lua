@@ -39,9 +39,16 @@ if current ~= tonumber(ARGV[1]) then
 end
 local v = current + 1
 local id = '0-' .. string.format('%d', v)
-redis.call('SET', KEYS[1], v)
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('SET', KEYS[5], ARGV[3])
+local ttl = tonumber(ARGV[12])
+if ttl < 0 then  -- the lifetimes stay: a SET would drop them
+  redis.call('SET', KEYS[1], v, 'KEEPTTL')
+  redis.call('SET', KEYS[2], ARGV[2], 'KEEPTTL')
+  redis.call('SET', KEYS[5], ARGV[3], 'KEEPTTL')
+else
+  redis.call('SET', KEYS[1], v)
+  redis.call('SET', KEYS[2], ARGV[2])
+  redis.call('SET', KEYS[5], ARGV[3])
+end
 if ARGV[7] == 'set' then
   redis.call('HSET', KEYS[4], ARGV[8], ARGV[9])
 elseif ARGV[7] == 'del' then
@@ -74,7 +81,6 @@ end
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[6], ARGV[6], v)
 end
-local ttl = tonumber(ARGV[12])
 if ttl >= 0 then
   for i = 1, tablekeys do
     if ttl > 0 then

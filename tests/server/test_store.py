@@ -78,6 +78,24 @@ async def test_a_commit_gives_every_key_of_the_table_its_lifetime(
     await store.commit("abcd12", 1, b"s2", b"m", frames(2), client=(0, "b"))  # kept for good
     for key in (keys.version, keys.state, keys.stream, keys.meta, keys.clients, keys.chat):
         assert await redis_client.pttl(key) == -1, key
+    await store.commit("abcd12", 2, b"s3", b"m", frames(3), lifetime_ms="keep")
+    await store.commit("abcd12", 3, b"s4", b"m", frames(4), lifetime_ms=5000)
+    await store.commit("abcd12", 4, b"s5", b"m", frames(5), lifetime_ms="keep")
+    for key in (keys.version, keys.state, keys.stream, keys.meta, keys.clients, keys.chat):
+        assert 0 < await redis_client.pttl(key) <= 5000, key
+
+
+async def test_a_lease_taken_before_a_commit_keeps_its_own_expiry(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    """A process that commits while holding a table's lease (a bot's move) and then dies must
+    not leave the lease for good: the table's deadlines would never be acted on again."""
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s1", b"m", frames(1), lifetime_ms=60_000)
+    assert await store.acquire_lease("abcd12", "process-a", 2000)
+    await store.commit("abcd12", 1, b"s2", b"m", frames(2), lifetime_ms=0)
+    await store.share_lifetime("abcd12")
+    assert 0 < await redis_client.pttl(TableKeys("abcd12").lease) <= 2000
 
 
 async def test_concurrent_commits_on_one_version_let_exactly_one_win(
