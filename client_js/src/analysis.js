@@ -285,8 +285,10 @@ export class AnalysisView {
       },
       empty: "No analysed moves in this hand",
     });
+    const focused = this.chart.contains(document.activeElement); // kept by the new chart
     fill(this.chart, chart, el("figcaption", {},
       el("span", { class: "chart-title" }, `Expected points, hand ${round + 1}`),
       el("ul", { class: "chart-legend" }, names.map((n, k) => el("li", { class: `series-${k}` }, n)))));
+    if (focused) chart.focus();
   }
 }

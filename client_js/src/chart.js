@@ -130,6 +130,17 @@ export function seriesGeometry(series, { width = 320, height = 140, pad = {}, mi
  * the step `current` marked by a vertical line, steps listed in `marked` ringed (blunders).
  * `onPick(index)`: a click on a step's dot.
  */
+/** The step a key picks on a chart of `n` steps whose current one is `current` (null: none
+ * marked yet), or null for a key that picks nothing. */
+export function keyStep(key, current, n) {
+  if (n === 0) return null;
+  if (key === "Home") return 0;
+  if (key === "End") return n - 1;
+  if (key === "ArrowLeft") return current === null ? n - 1 : Math.max(0, current - 1);
+  if (key === "ArrowRight") return current === null ? 0 : Math.min(n - 1, current + 1);
+  return null;
+}
+
 export function seriesChart(series, {
   width = 320, height = 140, label = "chart", current = null, marked = [], titleOf = null, onPick = null,
   empty = "Nothing to show",
@@ -172,6 +183,19 @@ export function seriesChart(series, {
     root.addEventListener("click", (e) => {
       const step = e.target.closest?.("[data-step]")?.getAttribute("data-step");
       if (step !== null && step !== undefined) onPick(Number(step));
+    });
+    // by keyboard: the chart takes the focus, the arrows (Home, End) pick the step
+    root.setAttribute("tabindex", "0");
+    root.setAttribute("role", "slider");
+    root.setAttribute("aria-valuemin", "1");
+    root.setAttribute("aria-valuemax", String(g.xs.length));
+    if (current !== null) root.setAttribute("aria-valuenow", String(current + 1));
+    root.addEventListener("keydown", (e) => {
+      const step = keyStep(e.key, current, g.xs.length);
+      if (step === null) return;
+      e.preventDefault();
+      e.stopPropagation(); // the chart's steps, not the page's
+      onPick(step);
     });
   }
   return root;

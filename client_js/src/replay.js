@@ -77,7 +77,7 @@ export function showReplay(root, id) {
     counter);
   slider.addEventListener("input", () => go(Number(slider.value)));
   const onKey = (e) => {
-    if (e.target instanceof HTMLInputElement && e.target !== slider) return;
+    if (e.defaultPrevented || (e.target instanceof HTMLInputElement && e.target !== slider)) return;
     if (e.key === "ArrowRight") go(at + 1);
     else if (e.key === "ArrowLeft") go(at - 1);
     else if (e.key === "Home") go(0);

@@ -33,6 +33,13 @@ test("candidate ends are focusable buttons naming the tile to play on", () => {
   assert.doesNotMatch(svg, /data-on="5-3"/);
 });
 
+test("a hint's end is marked, says so, and is no button", () => {
+  const svg = boardSvg(layout, { box: boxFor(800, 500), suggested: "3-1" });
+  assert.match(svg, /class="tile\s+suggested[^"]*"[^>]*data-tile="3-1" aria-label="3-1, the hint plays here"/);
+  assert.equal((svg.match(/suggested/g) ?? []).length, 1);
+  assert.doesNotMatch(svg, /role="button"/);
+});
+
 test("the last tile played is marked", () => {
   const svg = boardSvg(layout, { box: boxFor(800, 500), last: 2 });
   assert.match(svg, /class="tile last[^"]*"[^>]*data-tile="3-1"/);

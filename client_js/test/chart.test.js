@@ -1,7 +1,7 @@
 // Unit tests of chart.js's pure part: the scales, path and ticks of a rating history chart.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chartGeometry, niceStep } from "../src/chart.js";
+import { chartGeometry, keyStep, niceStep } from "../src/chart.js";
 
 test("niceStep picks 1, 2 or 5 times a power of ten", () => {
   assert.equal(niceStep(40, 4), 10);
@@ -63,4 +63,18 @@ test("a start point is kept first and marked", () => {
   const g = chartGeometry([{ at: 5, rating: 1500, start: true }, { at: 5, rating: 1523 }], { width: 100, height: 50 });
   assert.deepEqual(g.points.map((p) => [p.rating, p.start]), [[1500, true], [1523, false]]);
   assert.match(g.path, /^M[\d.]+ [\d.]+ L[\d.]+ [\d.]+$/);
+});
+
+test("the arrows step through a chart's moves and stop at its ends; Home and End jump", () => {
+  assert.equal(keyStep("ArrowRight", 2, 5), 3);
+  assert.equal(keyStep("ArrowLeft", 2, 5), 1);
+  assert.equal(keyStep("ArrowRight", 4, 5), 4);
+  assert.equal(keyStep("ArrowLeft", 0, 5), 0);
+  assert.equal(keyStep("Home", 3, 5), 0);
+  assert.equal(keyStep("End", 0, 5), 4);
+  // nothing marked yet: the first step forward, the last one back
+  assert.equal(keyStep("ArrowRight", null, 5), 0);
+  assert.equal(keyStep("ArrowLeft", null, 5), 4);
+  assert.equal(keyStep("Enter", 2, 5), null);
+  assert.equal(keyStep("ArrowRight", null, 0), null);
 });

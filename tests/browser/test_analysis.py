@@ -212,6 +212,21 @@ def test_the_replay_shows_each_move_s_loss_the_better_play_blunders_chart_and_su
     expect(chart.locator(".chart-dot.current")).to_have_count(len(views[0]["sides"]))
     in_hand = [m for m in analysis["moves"] if m["round"] == entry["round"]]
     expect(chart.locator("circle.chart-dot.series-0")).to_have_count(len(in_hand))
+    # the chart by keyboard: it takes the focus, and its arrows step through the hand's
+    # analysed moves (the replay follows; the focus stays on the redrawn chart)
+    k = in_hand.index(entry)
+    expect(chart).to_have_attribute("role", "slider")
+    expect(chart).to_have_attribute("aria-valuenow", str(k + 1))
+    chart.focus()
+    page.keyboard.press("ArrowRight" if k + 1 < len(in_hand) else "ArrowLeft")
+    other = in_hand[k + 1] if k + 1 < len(in_hand) else in_hand[k - 1]
+    there = view_index(views, other["round"], other["move"])
+    expect(page.locator(".replay-controls .counter")).to_have_text(f"{there + 1} / {total}")
+    expect(page.locator(".analysis-chart svg.series-chart")).to_be_focused()
+    page.keyboard.press("Home")
+    first_move = view_index(views, in_hand[0]["round"], in_hand[0]["move"])
+    expect(page.locator(".replay-controls .counter")).to_have_text(f"{first_move + 1} / {total}")
+    step_to(page, at, total)
     shots(page, f"analysis-move-{'phone' if size is PHONE else 'desktop'}")
 
     # the best play made: said so, and no ghost

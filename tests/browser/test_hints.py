@@ -48,6 +48,7 @@ def test_a_practice_table_gives_hints_to_its_player_only(
     expect(hinted).to_have_count(1)
     expect(hinted).to_have_attribute("data-tile", tile)
     expect(hinted).to_have_attribute("aria-label", re.compile("playable, suggested"))
+    board_shows(page, said.inner_text())
     shots(page, f"hint-{'phone' if size is PHONE else 'desktop'}")
     # playing the hinted tile moves the table on; the old hint is gone
     before = page.locator(".table-page").get_attribute("data-v")
@@ -58,9 +59,27 @@ def test_a_practice_table_gives_hints_to_its_player_only(
     page.wait_for_function(
         "v => document.querySelector('.table-page').dataset.v !== v", arg=before)
     expect(page.locator(".hand .hand-tile.hinted")).to_have_count(0)
+    # the next hint, on a board with tiles: its end is marked there
+    expect(page.locator(".table-page.my-turn")).to_be_visible(timeout=15_000)
+    button.click()
+    expect(said).to_have_text(re.compile(r"^Hint: "), timeout=15_000)
+    board_shows(page, said.inner_text())
     # a spectator of the same table has no hint button
     watcher = new_page(browser, **size)
     watcher.goto(f"{service.url}/#/t/{table}")
     expect(watcher.locator(".table-page")).to_have_attribute("data-seat", "spectator")
     expect(watcher.locator(".board")).to_be_visible()
     expect(watcher.locator("[data-action=hint]")).to_have_count(0)
+
+
+def board_shows(page: Page, hint: str) -> None:
+    """The board marks the end a hint ("Hint: play 6-4 on 4-4") plays on, and nothing for a
+    lead, a draw or a pass."""
+    words = hint.split()
+    suggested = page.locator(".board svg .tile.suggested")
+    if "on" not in words:
+        expect(suggested).to_have_count(0)
+        return
+    expect(suggested).to_have_count(1)
+    expect(suggested).to_have_attribute("data-tile", words[words.index("on") + 1])
+    expect(suggested).to_have_attribute("aria-label", re.compile("the hint plays here"))

@@ -51,10 +51,12 @@ export function viewFor(bounds, box) {
 
 /**
  * SVG markup for a layout. `candidates`: tile strings that may take the selected tile
- * (drawn highlighted, focusable, with data-on); `last`: index of the tile to mark.
+ * (drawn highlighted, focusable, with data-on); `last`: index of the tile to mark;
+ * `suggested`: the tile a hint plays on (marked, not focusable).
  */
 export function boardSvg(layout, {
   box, candidates = [], last = null, fresh = false, empty = "Waiting for the lead",
+  suggested = null,
 } = {}) {
   if (!layout || layout.length === 0) {
     return `<p class="board-empty">${empty}</p>`;
@@ -65,12 +67,13 @@ export function boardSvg(layout, {
   const view = [v.x, v.y, v.w, v.h].map((n) => n.toFixed(2)).join(" ");
   const tiles = nodes.map((n) => {
     const isCandidate = candidates.includes(n.tile);
+    const isSuggested = !isCandidate && suggested === n.tile;
     const cls = [n.index === last ? "last" : "", n.index === last && fresh ? "fresh" : "",
-      isCandidate ? "candidate" : "",
+      isCandidate ? "candidate" : "", isSuggested ? "suggested" : "",
       n.spinner ? "spinner" : ""].join(" ");
     const attrs = isCandidate
       ? `data-tile="${n.tile}" data-on="${n.tile}" tabindex="0" role="button" aria-label="play on ${n.tile}"`
-      : `data-tile="${n.tile}" aria-label="${n.tile}"`;
+      : `data-tile="${n.tile}" aria-label="${n.tile}${isSuggested ? ", the hint plays here" : ""}"`;
     return tileSvg(n.near, n.far, { cx: n.rect.cx, cy: n.rect.cy, angle: n.angle, cls, attrs });
   });
   return `<svg class="board-svg" viewBox="${view}" data-view="${view}" preserveAspectRatio="xMidYMid meet"
