@@ -17,10 +17,7 @@ import redis.asyncio
 from server.fanout.pubsub import PUBSUB_CLIENT_NAME, Subscriber
 from server.metrics import Metrics
 from server.store import Store, TableKeys
-from tests.server.conftest import FAST, running
-from tests.server.test_ws_delivery import answer_to, seated
-from tests.support.redis_server import RedisServer
-from tests.support.servers import ServiceProcess
+from tests.server.test_ws_delivery import answer_to, seated, two_processes
 from tests.support.tables import frames
 
 
@@ -138,30 +135,24 @@ async def test_a_lost_subscription_of_the_committing_process_loses_no_notice() -
     pub/sub connection. Its commit may still count it subscribed (its reader has not seen the
     loss yet) and leave the notice unpublished; the announcement after its renewal must still
     bring every version to the other process's player."""
-    with RedisServer() as server:
-        admin = redis.asyncio.Redis.from_url(server.url)
-        try:
-            async with running(ServiceProcess(server.url, env=FAST)) as one, \
-                    running(ServiceProcess(server.url, env=FAST)) as two:
-                table, players = await seated(one, two)
-                notice = TableKeys(table).channel
-                processes = {id(players[0]): one, id(players[1]): two}
-                kills = 0
-                for n in range(12):
-                    mover = next(p for p in players if p.my_turn())
-                    version = mover.v
-                    assert version is not None
-                    # both processes subscribed (again), then the mover's loses its connection
-                    await until_numsub(admin, notice, 2)
-                    kills += await kill_pubsub(admin, processes[id(mover)].pid)
-                    await mover.send({"t": "move", "id": f"m{n}", "v": version,
-                                      "move": mover.game["legal"][0]})
-                    assert (await answer_to(mover, f"m{n}"))["t"] == "accepted"
-                    for player in players:
-                        await player.wait_version(version + 1, wait_s=10)
-                assert kills == 12
-        finally:
-            await admin.aclose()
+    async with two_processes() as (admin, one, two):
+        table, players = await seated(one, two)
+        notice = TableKeys(table).channel
+        processes = {id(players[0]): one, id(players[1]): two}
+        kills = 0
+        for n in range(12):
+            mover = next(p for p in players if p.my_turn())
+            version = mover.v
+            assert version is not None
+            # both processes subscribed (again), then the mover's loses its connection
+            await until_numsub(admin, notice, 2)
+            kills += await kill_pubsub(admin, processes[id(mover)].pid)
+            await mover.send({"t": "move", "id": f"m{n}", "v": version,
+                              "move": mover.game["legal"][0]})
+            assert (await answer_to(mover, f"m{n}"))["t"] == "accepted"
+            for player in players:
+                await player.wait_version(version + 1, wait_s=10)
+        assert kills == 12
 
 
 async def until_numsub(client: redis.asyncio.Redis, channel: str, n: int) -> None:

@@ -42,6 +42,20 @@ async def no_stream_reads(
             await admin.aclose()
 
 
+@contextlib.asynccontextmanager
+async def two_processes() -> AsyncIterator[tuple[redis.asyncio.Redis, ServiceProcess,
+                                                 ServiceProcess]]:
+    """Two service processes on a redis-server of their own, and a client of it."""
+    with RedisServer() as server:
+        admin = redis.asyncio.Redis.from_url(server.url)
+        try:
+            async with running(ServiceProcess(server.url, env=FAST)) as one, \
+                    running(ServiceProcess(server.url, env=FAST)) as two:
+                yield admin, one, two
+        finally:
+            await admin.aclose()
+
+
 async def seated(one: ServiceProcess, two: ServiceProcess) -> tuple[str, list[GameClient]]:
     """A 2-player table with seat 0 connected to `one` and seat 1 to `two`, at version 3."""
     async with httpx.AsyncClient(base_url=one.url, timeout=10) as http:
@@ -90,27 +104,21 @@ async def test_a_committed_move_is_accepted_when_its_diff_cannot_be_fetched() ->
 async def test_every_process_delivers_a_move_without_reading_the_stream() -> None:
     """The commit hands its frames to its own process and its notice carries them to the
     other: while the players follow the game move after move, no process reads the history."""
-    with RedisServer() as server:
-        admin = redis.asyncio.Redis.from_url(server.url)
-        try:
-            async with running(ServiceProcess(server.url, env=FAST)) as one, \
-                    running(ServiceProcess(server.url, env=FAST)) as two:
-                _, players = await seated(one, two)
-                await asyncio.sleep(1.0)  # the catch-ups of the hellos are over
-                reads = await stream_reads(admin)
-                for n in range(6):
-                    mover = next(p for p in players if p.my_turn())
-                    version = mover.v
-                    assert version is not None
-                    await mover.send({"t": "move", "id": f"m{n}", "v": version,
-                                      "move": mover.game["legal"][0]})
-                    assert (await answer_to(mover, f"m{n}"))["t"] == "accepted"
-                    for player in players:
-                        await player.wait_version(version + 1, wait_s=10)
-                assert await stream_reads(admin) == reads
-                assert players[0].game["layout"] == players[1].game["layout"]
-        finally:
-            await admin.aclose()
+    async with two_processes() as (admin, one, two):
+        _, players = await seated(one, two)
+        await asyncio.sleep(1.0)  # the catch-ups of the hellos are over
+        reads = await stream_reads(admin)
+        for n in range(6):
+            mover = next(p for p in players if p.my_turn())
+            version = mover.v
+            assert version is not None
+            await mover.send({"t": "move", "id": f"m{n}", "v": version,
+                              "move": mover.game["legal"][0]})
+            assert (await answer_to(mover, f"m{n}"))["t"] == "accepted"
+            for player in players:
+                await player.wait_version(version + 1, wait_s=10)
+        assert await stream_reads(admin) == reads
+        assert players[0].game["layout"] == players[1].game["layout"]
 
 
 async def stream_reads(client: redis.asyncio.Redis) -> int:
