@@ -94,7 +94,8 @@ class CommitLink:
                    pool.connection_class is UnixDomainSocketConnection)
 
     async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Any]) -> Any:
-        """Run a script by its digest, loading it first when this Redis does not have it."""
+        """Run a script by its digest; a Redis that does not have it (restarted, flushed)
+        runs it from its text instead, and keeps it."""
         try:
             return await self.call("EVALSHA", sha, len(keys), *keys, *args)
         except ResponseError as error:
