@@ -34,6 +34,15 @@ if TYPE_CHECKING:  # types only: none of these is imported at run time from here
     from server.tables import Change, Loaded
 
 
+class CommitListening(Protocol):
+    """Whether this process's own subscription to a table's notices is in effect, for each
+    commit (Store.commit ``subscribed``), and when such a commit has returned."""
+
+    def begin_commit(self, table_id: str) -> bool | None: ...
+
+    def end_commit(self, table_id: str) -> None: ...
+
+
 class TableFeed(Protocol):
     """What the fan-out reads of the tables: snapshots and histories per audience, the notice
     channel of commits, whether a seat's token still holds it, the spectator chat option."""
@@ -42,8 +51,8 @@ class TableFeed(Protocol):
     # Told of each commit this process makes, with its frames (server.tables.TableService).
     committed: Callable[[str, int, Mapping[str, bytes], str | None], None] | None
     # Asked by each commit whether this process's subscription to the table's notices is in
-    # effect (server.fanout.pubsub `Subscriber.subscribed`; None: cannot tell).
-    subscribed: Callable[[str], bool | None] | None
+    # effect (server.fanout.pubsub `Subscriber`; None: not asked).
+    listening: CommitListening | None
 
     async def snapshot(self, table_id: str, audience: str) -> tuple[int, dict[str, Any]]: ...
 

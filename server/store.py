@@ -493,7 +493,7 @@ class Store:
         another slot) it follows a commit that landed, as a command of its own.
 
         ``subscribed``: on a single Redis, whether this process's own subscription to the
-        table's notice channel is in effect (server.fanout.pubsub `Subscriber.subscribed`); the
+        table's notice channel is in effect (server.fanout.pubsub `Subscriber.begin_commit`); the
         notice is then published only if some other subscriber would read it. None (a cluster,
         or a caller that cannot tell): always published."""
         keys = TableKeys(table_id)

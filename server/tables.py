@@ -64,6 +64,7 @@ HINTS_KEPT = 1000
 
 if TYPE_CHECKING:  # the scheduler imports this module: its type only
     from server.scheduler import Scheduler
+    from server.seams import CommitListening
 
 __all__ = ["SPECTATORS", "Rejected", "TableService", "token_hash"]
 
@@ -206,9 +207,9 @@ class TableService:
         # audience -> frame, the seat or "invite" whose token it changed), before anything
         # else awaits: the fan-out delivers them to local sockets without reading them back.
         self.committed: Callable[[str, int, Mapping[str, bytes], str | None], None] | None = None
-        # Whether this process's subscription to a table's notices is in effect (None: cannot
-        # tell); set by the hub (server.fanout.pubsub `Subscriber.subscribed`), see Store.commit.
-        self.subscribed: Callable[[str], bool | None] | None = None
+        # Whether this process's subscription to a table's notices is in effect, asked by each
+        # commit (see Store.commit ``subscribed``); set by the hub (server.fanout.pubsub).
+        self.listening: CommitListening | None = None
         # Inbox notices (`Notices` in the application; None: none are sent): "your_turn" to an
         # account whose turn a commit started, "rematch" when a rematch table is made.
         self.notify: Notify | None = None
@@ -537,15 +538,22 @@ class TableService:
         status = change.record.status
         due = self.due_ms(change.record, now)
         had_due = loaded.version > 0 and self.due_ms(loaded.record, now) is not None
-        result = await self.store.commit(
-            table_id, loaded.version, change.record.to_blob(), meta, frames,
-            client=client, token=change.token, require=require,
-            # a game going on keeps every key without expiry: set once, when it starts
-            lifetime_ms="keep" if status == PLAYING and loaded.record.status == PLAYING
-            and loaded.version > 0 else self.lifetime_ms.get(status, 0),
-            # tables without bots or clocks leave the deadlines alone
-            due_ms=due if due is not None or had_due else "keep",
-            subscribed=self.subscribed(table_id) if self.subscribed is not None else None)
+        state = change.record.to_blob()
+        # a game going on keeps every key without expiry: set once, when it starts
+        lifetime: int | Literal["keep"] = "keep" if status == PLAYING \
+            and loaded.record.status == PLAYING and loaded.version > 0 \
+            else self.lifetime_ms.get(status, 0)
+        listening = self.listening
+        subscribed = listening.begin_commit(table_id) if listening is not None else None
+        try:
+            result = await self.store.commit(
+                table_id, loaded.version, state, meta, frames,
+                client=client, token=change.token, require=require, lifetime_ms=lifetime,
+                # tables without bots or clocks leave the deadlines alone
+                due_ms=due if due is not None or had_due else "keep", subscribed=subscribed)
+        finally:
+            if subscribed and listening is not None:
+                listening.end_commit(table_id)
         if result.outcome == "dup":
             return result.version
         if result.outcome == "revoked":

@@ -72,7 +72,7 @@ class Hub:
                                  process_id)
         self.chats = Chat(service, self.registry, self.crowd, metrics, settings)
         service.committed = self.delivery.committed  # this process's commits, delivered at once
-        service.subscribed = self.subscriber.subscribed
+        service.listening = self.subscriber
 
     @property
     def tables(self) -> dict[str, LocalTable]:

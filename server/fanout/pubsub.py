@@ -152,9 +152,15 @@ class Subscriber:
         # they are announced again once it is renewed (`announce`: Store.announce), for the
         # other processes' sake: a commit may have left its notice unpublished after Redis
         # dropped this connection and before the reader saw it.
+        # A commit that counted the subscription is "in flight" until it has returned
+        # (`begin_commit` / `end_commit`): an unsubscribe, or the announcement after a lost
+        # connection, waits for the table's commits in flight, so that none of them can land
+        # after it with its notice left out.
         self.counting = not isinstance(redis, RedisCluster)
         self.confirmed: set[str] = set()
         self._leaving: dict[str, int] = {}  # notice channel -> its unsubscribes not yet answered
+        self._in_flight: dict[str, int] = {}  # table -> its commits in flight that counted it
+        self._landed: dict[str, asyncio.Event] = {}  # set when a table has none in flight
         self._announce = announce
         self._unannounced: set[str] = set()
 
@@ -162,6 +168,30 @@ class Subscriber:
         """Whether this process's subscription to the table's notices is in effect; None on a
         cluster (a node counts only its own subscribers)."""
         return table_id in self.confirmed if self.counting else None
+
+    def begin_commit(self, table_id: str) -> bool | None:
+        """`subscribed`, for a commit about to be sent (Store.commit ``subscribed``); True
+        counts the commit in flight until `end_commit`."""
+        subscribed = self.subscribed(table_id)
+        if subscribed:
+            self._in_flight[table_id] = self._in_flight.get(table_id, 0) + 1
+        return subscribed
+
+    def end_commit(self, table_id: str) -> None:
+        """A commit that `begin_commit` counted has returned (landed or failed)."""
+        left = self._in_flight.get(table_id, 0) - 1
+        if left > 0:
+            self._in_flight[table_id] = left
+            return
+        self._in_flight.pop(table_id, None)
+        landed = self._landed.pop(table_id, None)
+        if landed is not None:
+            landed.set()
+
+    async def _landed_all(self, table_id: str) -> None:
+        """Until the table has no commit in flight that counted its subscription."""
+        while self._in_flight.get(table_id):
+            await self._landed.setdefault(table_id, asyncio.Event()).wait()
 
     def _table_channels(self, table_id: str) -> tuple[str, str]:
         return self.notice_channel(table_id), TableKeys(table_id).live
@@ -220,6 +250,7 @@ class Subscriber:
             # confirmation (Redis answers a connection's commands in order).
             self.confirmed.discard(table_id)
             self._leaving[notice] = self._leaving.get(notice, 0) + 1
+            await self._landed_all(table_id)
             try:
                 await self.pubsub.unsubscribe(notice, live)
             except (RedisError, OSError):
@@ -409,6 +440,8 @@ class Subscriber:
                     raise aioredis.ConnectionError("not subscribed")
                 if self._unannounced and self._announce is not None:  # subscribed again
                     unannounced = sorted(self._unannounced)
+                    for table_id in unannounced:
+                        await self._landed_all(table_id)
                     await self._announce(unannounced)
                     self._unannounced.difference_update(unannounced)
                 message = await self.pubsub.get_message(timeout=READ_TIMEOUT_S)

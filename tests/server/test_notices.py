@@ -117,6 +117,19 @@ async def test_a_subscription_counts_from_its_confirmation_until_it_is_left_or_l
         await subscriber.watch("abcd12")
         await until(lambda: subscriber.subscribed("abcd12"))
 
+        # a commit that counted the subscription holds the unsubscribe back until it returned
+        assert subscriber.begin_commit("abcd12") is True
+        leaving = asyncio.create_task(subscriber.unwatch("abcd12", lambda _: False))
+        await asyncio.sleep(0.3)
+        assert subscriber.subscribed("abcd12") is False  # no new commit counts it
+        assert (await redis_client.pubsub_numsub(TableKeys("abcd12").channel))[0][1] == 1
+        assert not leaving.done()
+        subscriber.end_commit("abcd12")
+        await asyncio.wait_for(leaving, 5)
+        await until_numsub(redis_client, TableKeys("abcd12").channel, 0, at_most=True)
+        await subscriber.watch("abcd12")
+        await until(lambda: subscriber.subscribed("abcd12"))
+
         async with listening(redis_client, TableKeys("abcd12").channel) as other:
             assert await kill_pubsub(redis_client, os.getpid()) == 1
             await until(lambda: not subscriber.subscribed("abcd12"))
@@ -155,8 +168,10 @@ async def test_a_lost_subscription_of_the_committing_process_loses_no_notice() -
         assert kills == 12
 
 
-async def until_numsub(client: redis.asyncio.Redis, channel: str, n: int) -> None:
+async def until_numsub(client: redis.asyncio.Redis, channel: str, n: int,
+                       at_most: bool = False) -> None:
+    """Until `channel` has at least (`at_most`: at most) `n` subscribers."""
     deadline = time.monotonic() + 10
-    while (await client.pubsub_numsub(channel))[0][1] < n:
-        assert time.monotonic() < deadline, f"{channel} has not {n} subscribers"
+    while (count := (await client.pubsub_numsub(channel))[0][1]) != n and (count > n) == at_most:
+        assert time.monotonic() < deadline, f"{channel} has {count} subscribers, not {n}"
         await asyncio.sleep(0.05)
