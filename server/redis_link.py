@@ -25,6 +25,8 @@ from redis.asyncio.connection import Connection, UnixDomainSocketConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+Arg = str | bytes | int | float  # what hiredis packs into a command
+
 
 class _Protocol(asyncio.Protocol):
     def __init__(self) -> None:
@@ -93,7 +95,7 @@ class CommitLink:
         return cls(dict(pool.connection_kwargs),
                    pool.connection_class is UnixDomainSocketConnection)
 
-    async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Any]) -> Any:
+    async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Arg]) -> Any:
         """Run a script by its digest; a Redis that does not have it (restarted, flushed)
         runs it from its text instead, and keeps it."""
         try:
@@ -103,7 +105,7 @@ class CommitLink:
                 raise
             return await self.call("EVAL", script, len(keys), *keys, *args)
 
-    async def call(self, *command: Any) -> Any:
+    async def call(self, *command: Arg) -> Any:
         reply = await _send(await self._connected(), command)
         if isinstance(reply, ResponseError):
             raise reply
@@ -145,12 +147,13 @@ class CommitLink:
                         _Protocol, kw.get("host", "localhost"), kw.get("port", 6379))
         except (OSError, TimeoutError) as error:
             raise RedisConnectionError(f"cannot connect to Redis: {error}") from error
-        setup: list[tuple[Any, ...]] = []
+        setup: list[tuple[str, ...]] = []
         if kw.get("password"):
             user = kw.get("username")
-            setup.append(("AUTH", user, kw["password"]) if user else ("AUTH", kw["password"]))
+            password = str(kw["password"])
+            setup.append(("AUTH", str(user), password) if user else ("AUTH", password))
         if kw.get("db"):
-            setup.append(("SELECT", kw["db"]))
+            setup.append(("SELECT", str(kw["db"])))
         for command in setup:
             reply = await _send(protocol, command)
             if isinstance(reply, ResponseError):
@@ -160,10 +163,11 @@ class CommitLink:
         return protocol
 
 
-def _send(protocol: _Protocol, command: tuple[Any, ...]) -> asyncio.Future[Any]:
+def _send(protocol: _Protocol, command: tuple[Arg, ...]) -> asyncio.Future[Any]:
     """Write one command; the future gets its reply (an error reply as a ResponseError)."""
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     protocol.waiting.append(future)
     assert protocol.transport is not None
-    protocol.transport.write(hiredis.pack_command(command))
+    # (hiredis' stub types the argument as a tuple of one; it takes any number)
+    protocol.transport.write(hiredis.pack_command(cast(Any, command)))
     return future

@@ -268,8 +268,8 @@ class Subscriber:
         """Replace the classic pub/sub after an error and (when asked) subscribe it again to the
         process channel and, on a single Redis, every table's channels; each table's subscribe
         confirmation makes the reader fetch what was missed meanwhile. Raises the Redis error if
-        it cannot; the reader tries again."""
-        self._lost()
+        it cannot; the reader tries again. (The reader marked the old one's subscriptions lost
+        when it found the connection failed, `_lost`.)"""
         old, self.pubsub = self.pubsub, self._new_pubsub()
         await _close(old)
         if subscribe:

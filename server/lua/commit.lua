@@ -40,15 +40,12 @@ end
 local v = current + 1
 local id = '0-' .. string.format('%d', v)
 local ttl = tonumber(ARGV[12])
-if ttl < 0 then  -- the lifetimes stay: a SET would drop them
-  redis.call('SET', KEYS[1], v, 'KEEPTTL')
-  redis.call('SET', KEYS[2], ARGV[2], 'KEEPTTL')
-  redis.call('SET', KEYS[5], ARGV[3], 'KEEPTTL')
-else
-  redis.call('SET', KEYS[1], v)
-  redis.call('SET', KEYS[2], ARGV[2])
-  redis.call('SET', KEYS[5], ARGV[3])
+local function set(key, value)  -- leaving the lifetimes (ttl < 0), a SET keeps the key's too
+  if ttl < 0 then redis.call('SET', key, value, 'KEEPTTL') else redis.call('SET', key, value) end
 end
+set(KEYS[1], v)
+set(KEYS[2], ARGV[2])
+set(KEYS[5], ARGV[3])
 if ARGV[7] == 'set' then
   redis.call('HSET', KEYS[4], ARGV[8], ARGV[9])
 elseif ARGV[7] == 'del' then

@@ -202,8 +202,10 @@ export class TableView {
     document.title = canMove(state) ? `● Your turn · ${name}` : name;
     this.region("waiting", [table, game, ui.joinError], () => this.drawWaiting(table, game, state, ui));
     this.region("seats", [table, game, state.presence, state.seat, ui.viewFrom], () => this.drawSeats(state));
-    this.region("board", [game?.layout, ui.selected, state.pending, state.hint, state.v],
-      () => this.drawBoard(game, ui, state));
+    // a hint's end, while no tile is picked (then the picked tile's ends are drawn instead)
+    const suggested = ui.selected ? null : currentHint(state)?.on ?? null;
+    this.region("board", [game?.layout, ui.selected, state.pending, suggested],
+      () => this.drawBoard(game, ui, suggested));
     this.region("info", [game, state.ev], () => this.drawInfo(game, table));
     this.region("hand", [game?.hand, game?.legal, ui.selected, state.pending, state.seat, state.ev,
       state.hint, state.v],
@@ -277,7 +279,7 @@ export class TableView {
     fill(this.dom.me, me);
   }
 
-  drawBoard(game, ui, state) {
+  drawBoard(game, ui, suggested) {
     const b = this.dom.board;
     if (!game) {
       b.innerHTML = "";
@@ -290,8 +292,6 @@ export class TableView {
     const grown = (game.layout?.length ?? 0) > (this.layoutSize ?? Infinity);
     this.layoutSize = game.layout?.length ?? 0;
     if ((game.layout?.length ?? 0) === 0) this.zoom.reset(); // a new hand
-    // a hint's end, while no tile is picked (then the picked tile's ends are drawn instead)
-    const suggested = ui.selected ? null : currentHint(state)?.on ?? null;
     b.innerHTML = boardSvg(game.layout, { box, candidates, last, fresh: grown, suggested });
     this.zoom.apply();
     b.classList.toggle("choosing", candidates.length > 0);
