@@ -131,7 +131,7 @@ def views(state: GameState, viewers: Sequence[int | None],
         else:
             seat_legal = []
         history = public_history if viewer not in drawers else [
-            history_entry(e, viewer) if e[0] == viewer else public
+            history_entry(e, viewer) if e[0] == viewer and e[1] == DREW else public
             for e, public in zip(state.log, public_history, strict=True)
         ]
         out.append({

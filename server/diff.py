@@ -65,7 +65,7 @@ def _size(ops: list[Op]) -> int:
 
 def _diff(old: object, new: object, path: Path, ops: list[Op], memo: Memo | None) -> None:
     # One pass: every node is visited once, except below an object shared by both (skipped);
-    # leaves compare by type and value.
+    # leaves compare by type and value where they stand, without a call or a path of their own.
     if old is new:
         return
     kind = type(old)
@@ -91,8 +91,15 @@ def _diff(old: object, new: object, path: Path, ops: list[Op], memo: Memo | None
         for name, value in new.items():
             if name not in old:
                 ops.append(["=", [*path, name], value])
-            elif old[name] is not value:
-                _diff(old[name], value, [*path, name], ops, memo)
+                continue
+            before = old[name]
+            if before is value:
+                continue
+            inner = type(before)
+            if inner is dict or inner is list:
+                _diff(before, value, [*path, name], ops, memo)
+            elif inner is not type(value) or before != value:
+                ops.append(["=", [*path, name], value])
     else:
         assert isinstance(old, list) and isinstance(new, list)
         ops.extend(_diff_list(old, new, path, memo))
@@ -104,8 +111,14 @@ def _diff_list(old: list[Any], new: list[Any], path: Path, memo: Memo | None) ->
     n_old, n_new = len(old), len(new)
     changed: list[Op] = []
     for i in range(min(n_old, n_new)):
-        if old[i] is not new[i]:
-            _diff(old[i], new[i], [*path, i], changed, memo)
+        before, after = old[i], new[i]
+        if before is after:
+            continue
+        inner = type(before)
+        if inner is dict or inner is list:
+            _diff(before, after, [*path, i], changed, memo)
+        elif inner is not type(after) or before != after:
+            changed.append(["=", [*path, i], after])
     if not changed and n_new >= n_old:  # an unchanged prefix: append what is new, if any
         return [["+", path, new[n_old:]]] if n_new > n_old else []
     ops: list[Op] = [["~", path, n_new]] if n_new < n_old else []

@@ -35,8 +35,9 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
                      (handed to whoever holds this table's seat token, `rematch_seat`)
 - ``{id}:rematch:lock``  short lock (30 s) of the one request making the rematch table
 - channel ``t:{id}:n`` one notice per commit: msgpack ``[version, {audience: frame}, the seat
-  or ``invite`` whose token it changed, or nil]``, or (frames over ``NOTICE_FRAMES_MAX``
-  bytes) the bare new version as ASCII digits
+  or ``invite`` whose token it changed, or nil]`` (built by the commit script, whose msgpack
+  writes strings and frames alike as msgpack str: `committed_notice` reads it), or (frames
+  over ``NOTICE_FRAMES_MAX`` bytes) the bare new version as ASCII digits
 - channel ``{id}:live`` msgpack maps ``{"k": "chat", "f": frame}``, ``{"k": "presence"}``,
                      ``{"k": "claim", "seat": seat, "n": number}`` (no version)
   (Both channels carry the table's hash tag: on Redis Cluster they are shard channels of the
@@ -285,10 +286,14 @@ class TableKeys:
         return self._key("replay")
 
     @property
+    def written(self) -> list[str]:
+        """The keys every commit writes, in the order the commit script takes them."""
+        return [self.version, self.state, self.stream, self.tokens, self.meta, self.clients]
+
+    @property
     def every(self) -> list[str]:
         """Every key of the table, in the order the commit script takes them."""
-        return [self.version, self.state, self.stream, self.tokens, self.meta, self.clients,
-                *self.companions]
+        return [*self.written, *self.companions]
 
     @property
     def companions(self) -> list[str]:
@@ -381,6 +386,25 @@ def rematch_key(table_id: str) -> str:
 
 def rematch_lock_key(table_id: str) -> str:
     return f"{{{table_id}}}:rematch:lock"
+
+
+def committed_notice(data: object) -> tuple[int, dict[str, bytes], str | None] | None:
+    """(version, audience -> frame, token field) of a commit's notice that carries its frames,
+    or None for a bare version (or anything unreadable)."""
+    if not isinstance(data, bytes) or data[:1].isdigit():
+        return None
+    try:
+        version, frames, field = msgpack.unpackb(data, raw=True)
+        if not isinstance(version, int) or isinstance(version, bool) \
+                or not isinstance(frames, dict) \
+                or not all(isinstance(k, bytes) and isinstance(f, bytes)
+                           for k, f in frames.items()) \
+                or not (field is None or isinstance(field, bytes)):
+            return None
+        return (version, {k.decode("ascii"): f for k, f in frames.items()},
+                None if field is None else field.decode("ascii"))
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return None
 
 
 async def publish_notice(redis: redis.asyncio.Redis, player_id: int,
@@ -507,7 +531,8 @@ class Store:
         ]
         for audience, frame in frames.items():
             args += [audience, frame]
-        table_keys = keys.every
+        # the other keys are named only when their lifetimes are set
+        table_keys = keys.written if lifetime_ms == "keep" else keys.every
         folded = due_ms != "keep" and not self.cluster
         if folded:
             old = deadline_member(table_id, expected) if expected else ""
@@ -516,22 +541,14 @@ class Store:
             table_keys = [*table_keys, DEADLINES]
         else:
             args += ["0", "", "", 0]
-        args += [self._notice(expected + 1, frames, token), "1" if self.sharded else "0",
+        carried = sum(len(frame) for frame in frames.values()) <= self.notice_frames_max
+        args += ["1" if carried else "", "1" if self.sharded else "0",
                  "" if subscribed is None or self.cluster else int(subscribed)]
         committed = await self._run_commit(table_keys, args)
         if committed.outcome == "ok" and due_ms != "keep" and not folded:
             await self.schedule(table_id, expected or None, expected + 1,
                                 due_ms if isinstance(due_ms, int) else None)
         return committed
-
-    def _notice(self, version: int, frames: Mapping[str, bytes],
-                token: tuple[Literal["set", "del"], int | str, str] | None) -> bytes:
-        """The notice of a commit: msgpack ``[version, {audience: frame}, token field or
-        nil]`` when the frames fit in ``notice_frames_max`` bytes (other processes then deliver
-        without reading the stream), else empty (the script publishes the bare version)."""
-        if sum(len(frame) for frame in frames.values()) > self.notice_frames_max:
-            return b""
-        return bytes(msgpack.packb([version, dict(frames), str(token[1]) if token else None]))
 
     def close(self) -> None:
         """Close the commit link (the client's own connections are the client's)."""

@@ -38,7 +38,7 @@ from redis.retry import Retry
 from server.fanout.tasks import guarded, redis_error
 from server.logs import event
 from server.metrics import Metrics
-from server.store import PROCESS_CHANNEL, TableKeys
+from server.store import PROCESS_CHANNEL, TableKeys, committed_notice
 
 PUBSUB_CLIENT_NAME = "dominoes-pubsub-{pid}"  # every pub/sub connection's CLIENT SETNAME
 READ_TIMEOUT_S = 1.0  # one wait for a message; then the reader looks at its connection again
@@ -56,23 +56,7 @@ class Listener(Protocol):
 
     def committed(self, table_id: str, version: int, frames: dict[str, bytes],
                   token_field: str | None) -> None:
-        """A commit's notice carried its frames (server.store `_notice`)."""
-
-
-def _committed(data: object) -> tuple[int, dict[str, bytes], str | None] | None:
-    """(version, audience -> frame, token field) of a notice that carries its frames, or None
-    for a bare version (or anything unreadable)."""
-    if not isinstance(data, bytes) or data[:1].isdigit():
-        return None
-    try:
-        version, frames, token_field = msgpack.unpackb(data, raw=False)
-    except (ValueError, TypeError, msgpack.UnpackException):
-        return None
-    if not isinstance(version, int) or isinstance(version, bool) or not isinstance(frames, dict) \
-            or not all(isinstance(k, str) and isinstance(f, bytes) for k, f in frames.items()) \
-            or not (token_field is None or isinstance(token_field, str)):
-        return None
-    return version, frames, token_field
+        """A commit's notice carried its frames (server.store `committed_notice`)."""
 
 
 def _own_pubsub(connection_class: type[aioredis.Connection],
@@ -491,7 +475,7 @@ class Subscriber:
             return
         data = message["data"]
         if kind == "notice":
-            committed = _committed(data)
+            committed = committed_notice(data)
             if committed is not None:
                 self.listener.committed(table_id, *committed)
                 return

@@ -1,6 +1,6 @@
 -- Atomic commit of one table version (the only write path of a table).
 -- KEYS: 1 version, 2 state, 3 stream, 4 seat-token hashes, 5 meta, 6 client ids (hash),
---       7.. the table's other keys, which share its lifetime (ARGV[12])
+--       7.. the table's other keys, which share its lifetime (ARGV[12]; absent when it is -1)
 --       (all share the table's hash tag, so they live in one cluster slot),
 --       and last, when ARGV[14] is "1", the deadlines zset (single Redis only: in a cluster
 --       it lives in another slot and is written by a command of its own)
@@ -13,7 +13,8 @@
 --       13 number of frames, then (audience, frame) pairs, then
 --       14 "1" when the deadlines zset is the last key, 15 its member for the expected
 --       version to remove ("" = none), 16 the member for the new version to add ("" = none),
---       17 that member's due time (ms), 18 the notice to publish ("" or absent: the new
+--       17 that member's due time (ms), 18 "1" when the notice carries the frames (msgpack
+--       [version, {audience: frame}, token field or nil]; "" or absent: the notice is the new
 --       version as ASCII digits), 19 "1" to publish it as a shard channel message
 --       (SPUBLISH: Redis Cluster; else PUBLISH), 20 publish only when the channel has more
 --       than this many subscribers ("" or absent: always): a single Redis counts them all, so
@@ -89,8 +90,16 @@ if ttl >= 0 then
 end
 local listeners = tonumber(ARGV[after + 7] or '')
 if listeners == nil or redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2] > listeners then
-  local notice = ARGV[after + 5]
-  if notice == nil or notice == '' then notice = v end
+  local notice = v
+  if ARGV[after + 5] == '1' then  -- built here, so a notice nobody reads costs no bytes
+    local frames = {}
+    for i = 1, n do
+      frames[ARGV[12 + 2 * i]] = ARGV[13 + 2 * i]
+    end
+    local field = nil
+    if ARGV[7] ~= '' then field = ARGV[8] end
+    notice = '\147' .. cmsgpack.pack(v, frames, field)  -- a 3-element array
+  end
   redis.call(ARGV[after + 6] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[4], notice)
 end
 return {'ok', v}

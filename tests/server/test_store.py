@@ -8,7 +8,7 @@ import msgpack
 import redis.asyncio
 from redis.crc import key_slot
 
-from server.store import DEADLINES, Store, TableKeys
+from server.store import DEADLINES, Store, TableKeys, committed_notice
 from tests.support.redis_server import RedisServer
 from tests.support.tables import frames
 
@@ -199,8 +199,10 @@ async def test_commit_publishes_its_version_with_its_frames(
         message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
         if message is not None:
             got.append(message["data"])
-    assert msgpack.unpackb(got[0]) == [1, frames(1), "0"]
-    assert msgpack.unpackb(got[1]) == [2, frames(2), None]
+    # msgpack [version, {audience: frame}, token field], frames and names as msgpack str
+    assert msgpack.unpackb(got[0]) == [1, {k: v.decode() for k, v in frames(1).items()}, "0"]
+    assert committed_notice(got[0]) == (1, frames(1), "0")
+    assert committed_notice(got[1]) == (2, frames(2), None)
     assert got[2] == b"3"  # the bare version
     assert await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5) is None
     await pubsub.aclose()
