@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from operator import is_
 from typing import Any
 
 import msgpack
@@ -59,8 +60,11 @@ def diff(old: object, new: object, memo: Memo | None = None) -> list[Op]:
     return ops
 
 
+_PACKER = msgpack.Packer()  # (packs whole values only, so one can serve every call)
+
+
 def _size(ops: list[Op]) -> int:
-    return len(msgpack.packb(ops))
+    return len(_PACKER.pack(ops))
 
 
 def _diff(old: object, new: object, path: Path, ops: list[Op], memo: Memo | None) -> None:
@@ -109,6 +113,8 @@ def _diff(old: object, new: object, path: Path, ops: list[Op], memo: Memo | None
 
 def _diff_list(old: list[Any], new: list[Any], path: Path, memo: Memo | None) -> list[Op]:
     n_old, n_new = len(old), len(new)
+    if n_new >= n_old and all(map(is_, old, new)):  # the same items, and perhaps more
+        return [["+", path, new[n_old:]]] if n_new > n_old else []
     changed: list[Op] = []
     for i in range(min(n_old, n_new)):
         before, after = old[i], new[i]

@@ -4,7 +4,9 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
 
 - ``t:{id}:v``       version (integer, 0 = no table)
 - ``t:{id}:state``   state blob (msgpack, written by server.tables)
-- ``t:{id}:meta``    summary blob (msgpack) for the lobby, readable without the state
+- ``t:{id}:meta``    summary blob (msgpack) for the lobby, readable without the state; it has
+                     no version (read the version key beside it): a commit that changes
+                     nothing it shows leaves it alone
 - ``t:{id}:tok``     hash seat -> sha256 hex of that seat's token (never the token); field
                      ``invite`` -> sha256 hex of a private table's invite code
 - ``t:{id}:log``     stream, one entry per version with id ``0-<version>``; fields are
@@ -505,7 +507,8 @@ class Store:
         subscribed: bool | None = None,
     ) -> CommitResult:
         """Atomically: check that ``require`` (seat, token hash) still holds its seat and that
-        the version is ``expected``, store state and meta, apply the token change (seat or
+        the version is ``expected``, store state and meta (``b""``: meta unchanged), apply
+        the token change (seat or
         ``INVITE_FIELD``), append the frames as stream entry ``0-<expected+1>``, remember the
         client id, give every key of the table ``lifetime_ms`` from now (0: no expiry;
         ``"keep"``: leave every key's lifetime as it is), publish the new version.
@@ -587,10 +590,21 @@ class Store:
     @reconnecting
     async def metas(self, table_ids: Sequence[str]) -> list[bytes | None]:
         """Meta blobs of many tables (one single-key GET each, pipelined)."""
+        return [meta for meta, _ in await self.metas_and_versions(table_ids)]
+
+    @reconnecting
+    async def metas_and_versions(self, table_ids: Sequence[str]
+                                 ) -> list[tuple[bytes | None, int]]:
+        """(meta blob, version) of many tables (single-key GETs, pipelined); a table that is
+        gone: (None, 0)."""
         async with self.redis.pipeline(transaction=False) as pipe:
             for table_id in table_ids:
-                pipe.get(TableKeys(table_id).meta)
-            return [as_bytes(v) if v is not None else None for v in await pipe.execute()]
+                keys = TableKeys(table_id)
+                pipe.get(keys.meta)
+                pipe.get(keys.version)
+            found = await pipe.execute()
+        return [(as_bytes(meta) if meta is not None else None, int(version or 0))
+                for meta, version in zip(found[::2], found[1::2], strict=True)]
 
     @reconnecting
     async def access(self, table_id: str) -> tuple[int, dict[int, str], str | None]:

@@ -340,11 +340,11 @@ class TableService:
                 if want <= 0:
                     break
                 ids = await self.store.public_ids(status, want)
-                metas = await self.store.metas(ids)
-                for table_id, meta in zip(ids, metas, strict=True):
+                found = await self.store.metas_and_versions(ids)
+                for table_id, (meta, version) in zip(ids, found, strict=True):
                     summary = msgpack.unpackb(meta) if meta is not None else None
                     if summary is not None and summary["status"] == status:
-                        summaries.append(summary)
+                        summaries.append({**summary, "v": version})
                     else:
                         await self.store.index_public(
                             table_id, summary["created"] if summary else 0,
@@ -534,7 +534,7 @@ class TableService:
                 version, diff(self._doc(loaded, audience), doc, shared),
                 engine.redact_events(change.events, viewer)))
         now = self.now_ms()
-        meta = bytes(msgpack.packb(change.record.summary(version)))
+        meta = self._meta(loaded, change.record)
         status = change.record.status
         due = self.due_ms(change.record, now)
         had_due = loaded.version > 0 and self.due_ms(loaded.record, now) is not None
@@ -579,6 +579,18 @@ class TableService:
             with contextlib.suppress(RedisError):
                 await self.store.index_public(table_id, change.record.created_ms, status)
         return version
+
+    @staticmethod
+    def _meta(loaded: Loaded, record: TableRecord) -> bytes:
+        """The lobby's summary of the table without its version (store's ``meta``), or b""
+        when it shows nothing new: a move changes no status, seat or setting."""
+        before = loaded.record if loaded.version > 0 else None
+        if before is not None and before.status == record.status \
+                and before.seats == record.seats and before.config is record.config:
+            return b""
+        summary = record.summary(0)
+        del summary["v"]
+        return bytes(msgpack.packb(summary))
 
     def _your_turn(self, before: TableRecord | None, after: TableRecord) -> None:
         """Tell the account whose turn this commit started ("your_turn", server.inbox)."""

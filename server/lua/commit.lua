@@ -4,7 +4,7 @@
 --       (all share the table's hash tag, so they live in one cluster slot),
 --       and last, when ARGV[14] is "1", the deadlines zset (single Redis only: in a cluster
 --       it lives in another slot and is written by a command of its own)
--- ARGV: 1 expected version, 2 state blob, 3 meta blob, 4 notice channel,
+-- ARGV: 1 expected version, 2 state blob, 3 meta blob ("": unchanged), 4 notice channel,
 --       5 stream max length (0 = keep all), 6 client id field ("" = no client id),
 --       7 token op ("", "set", "del"), 8 token field (a seat, or "invite"), 9 token hash,
 --       10 seat whose token must be ARGV[11] ("" = none), 11 that token's hash,
@@ -46,7 +46,7 @@ local function set(key, value)  -- leaving the lifetimes (ttl < 0), a SET keeps 
 end
 set(KEYS[1], v)
 set(KEYS[2], ARGV[2])
-set(KEYS[5], ARGV[3])
+if ARGV[3] ~= '' then set(KEYS[5], ARGV[3]) end
 if ARGV[7] == 'set' then
   redis.call('HSET', KEYS[4], ARGV[8], ARGV[9])
 elseif ARGV[7] == 'del' then

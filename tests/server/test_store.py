@@ -24,6 +24,16 @@ async def test_first_commit_creates_the_table_at_version_one(
     assert await store.meta("abcd12") == b"meta1"
 
 
+async def test_an_empty_meta_leaves_the_stored_one_alone(
+    redis_client: redis.asyncio.Redis,
+) -> None:
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s1", b"meta1", frames(1))
+    assert await store.commit("abcd12", 1, b"s2", b"", frames(2)) == ("ok", 2)
+    assert await store.load("abcd12") == (2, b"s2")
+    assert await store.metas_and_versions(["abcd12", "gone12"]) == [(b"meta1", 2), (None, 0)]
+
+
 async def test_every_key_of_a_table_shares_its_hash_tag(redis_client: redis.asyncio.Redis) -> None:
     store = Store(redis_client)
     await store.commit("abcd12", 0, b"s", b"m", frames(1), client=(0, "m1"),

@@ -342,6 +342,23 @@ async def test_summary_and_listing_put_open_tables_first(tables: TableService) -
     assert listed[1]["status"] == "playing" and listed[1]["v"] == 3
 
 
+async def test_a_move_leaves_the_lobby_summary_alone_and_the_listing_shows_its_version(
+        tables: TableService, redis_client: redis.asyncio.Redis) -> None:
+    table_id, tokens = await new_table(tables, 2)
+    meta_key = TableKeys(table_id).meta
+    before = await redis_client.get(meta_key)
+    assert before is not None and "v" not in msgpack.unpackb(before)
+    version, doc = await tables.snapshot(table_id, "s")
+    seat = doc["game"]["turn"]
+    _, own = await tables.snapshot(table_id, str(seat))
+    await tables.submit(table_id, seat, own["game"]["legal"][0], version, "m1")
+    assert await redis_client.get(meta_key) == before
+    assert [(s["id"], s["v"]) for s in await tables.list_public()] == [(table_id, version + 1)]
+    await tables.leave(table_id, tokens[1 - seat])  # a seat changes: the summary is written again
+    after = msgpack.unpackb(await redis_client.get(meta_key))
+    assert after["seats"] != msgpack.unpackb(before)["seats"]
+
+
 async def test_seat_tokens_authenticate_and_are_stored_only_as_hashes(
     tables: TableService, redis_client: redis.asyncio.Redis,
 ) -> None:
