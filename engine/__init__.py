@@ -15,7 +15,13 @@ is engine.cli, the only part that reads or writes files or the terminal.
 """
 
 from engine.commitment import commitment
-from engine.data import past_to_data, state_from_data, state_to_data
+from engine.data import (
+    past_to_data,
+    play_to_data,
+    state_from_data,
+    state_to_data,
+    table_to_data,
+)
 from engine.errors import (
     EngineError,
     IllegalMove,
@@ -76,12 +82,14 @@ __all__ = [
     "new_game",
     "past_to_data",
     "play_out_hand",
+    "play_to_data",
     "redact_events",
     "replay",
     "replay_views",
     "rules_from_spec",
     "state_from_data",
     "state_to_data",
+    "table_to_data",
     "to_transcript",
     "verify",
     "view",

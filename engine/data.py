@@ -34,11 +34,20 @@ def past_to_data(past: tuple[RoundRecord, ...]) -> list[dict[str, Any]]:
 
 
 def state_to_data(state: GameState, *, with_past: bool = True) -> dict[str, Any]:
-    """Everything needed to rebuild `state` exactly, as plain data. ``with_past=False`` leaves
-    out ``past`` (the finished rounds, `past_to_data`), for a caller that stores them apart:
-    they do not change until the next round ends."""
-    t = state.table
-    data = {
+    """Everything needed to rebuild `state` exactly, as plain data: `table_to_data` and
+    `play_to_data` together. ``with_past=False`` leaves out ``past`` (the finished rounds,
+    `past_to_data`), for a caller that stores them apart: they do not change until the next
+    round ends."""
+    data = {**table_to_data(state.table), **play_to_data(state)}
+    if with_past:
+        data["past"] = past_to_data(state.table.past)
+    return data
+
+
+def table_to_data(t: Table) -> dict[str, Any]:
+    """The part of `state_to_data` that the round's `Table` holds (without ``past``): the
+    same for every move of a round, so a caller may encode it once per round."""
+    return {
         "format": FORMAT,
         "rules": t.rules.spec_data(),
         "players": t.rules.players,
@@ -49,9 +58,14 @@ def state_to_data(state: GameState, *, with_past: bool = True) -> dict[str, Any]
         "lead_tile": t.lead_tile,
         "deal_hands": [list(h) for h in t.deal_hands],
         "deal_boneyard": list(t.deal_boneyard),
-        "past": past_to_data(t.past) if with_past else None,
         "game_over": t.game_over,
         "winner": t.winner,
+    }
+
+
+def play_to_data(state: GameState) -> dict[str, Any]:
+    """The part of `state_to_data` that moves change."""
+    return {
         "turn": state.turn,
         "scores": list(state.scores),
         "hands": list(state.hand_masks),
@@ -60,9 +74,6 @@ def state_to_data(state: GameState, *, with_past: bool = True) -> dict[str, Any]
         "ends": [list(e) for e in state.ends],
         "log": [list(e) for e in state.log],
     }
-    if not with_past:
-        del data["past"]
-    return data
 
 
 def _ints(items: Any) -> tuple[int, ...]:

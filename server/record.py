@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -110,21 +110,34 @@ class TableRecord:
 
     # -- codec -----------------------------------------------------------------------------
     def to_blob(self) -> bytes:
-        data = {
+        """One msgpack map (`from_blob`). What no move changes -- the table's identity and
+        settings, and the round's deal, rules and finished rounds -- is encoded once and its
+        bytes reused (`_encoded_once`); only the rest is encoded at every move."""
+        fixed = (self.id, self.created_ms, self.seed, self.invite_hash, self.salt,
+                 self.bot_secret)
+        head = _encoded_once(self.config, fixed, lambda: {
             "id": self.id, "config": self.config.to_data(), "created": self.created_ms,
-            "seed": self.seed, "status": self.status,
+            "seed": self.seed, "invite": self.invite_hash, "salt": self.salt,
+            "bot_secret": self.bot_secret})
+        table = self.game.table
+        deal = _encoded_once(table, (), lambda: {
+            **engine.table_to_data(table), "past": packed_past(table.past)})
+        play = engine.play_to_data(self.game)
+        rest = {
+            "status": self.status,
             "seats": [seat.to_blob() for seat in self.seats],
-            "game": {**engine.state_to_data(self.game, with_past=False),
-                     "past": packed_past(self.game.table.past)},
             "clock": self.clock.to_data() if self.clock else None,
-            "result": self.result, "invite": self.invite_hash,
-            "salt": self.salt, "bot_secret": self.bot_secret,
+            "result": self.result,
             "started": self.started_ms,
             "ratings": None if self.ratings is None else list(self.ratings),
             "next_hand": None if self.next_hand is None else dict(self.next_hand),
             "rematch": None if self.rematch is None else dict(self.rematch),
         }
-        return bytes(msgpack.packb(data))
+        pack = msgpack.Packer().pack
+        game = b"".join([pack_map_header(deal[0] + len(play)), deal[1],
+                         *(pack(k) + pack(v) for k, v in play.items())])
+        return b"".join([pack_map_header(head[0] + len(rest) + 1), head[1],
+                         *(pack(k) + pack(v) for k, v in rest.items()), pack("game"), game])
 
     @classmethod
     def from_blob(cls, blob: bytes) -> TableRecord:
@@ -275,6 +288,32 @@ class TableRecord:
 
 _PACKED_PAST: OrderedDict[int, tuple[tuple[Any, ...], bytes]] = OrderedDict()
 PACKED_PAST_KEPT = 4096
+
+
+_ENCODED: OrderedDict[int, tuple[object, tuple[object, ...], int, bytes]] = OrderedDict()
+ENCODED_KEPT = 4096  # entries of `_encoded_once`: two per table a process writes
+
+
+def pack_map_header(n: int) -> bytes:
+    return bytes(msgpack.Packer().pack_map_header(n))
+
+
+def _encoded_once(owner: object, fixed: tuple[object, ...],
+                  entries: Callable[[], Mapping[str, Any]]) -> tuple[int, bytes]:
+    """(number of entries, their msgpack encoding as map pairs without a header) of
+    ``entries()``, which depend only on ``owner`` (an immutable object, kept by identity) and
+    the values of ``fixed``: encoded once while the same object is written again."""
+    found = _ENCODED.get(id(owner))
+    if found is not None and found[0] is owner and found[1] == fixed:
+        _ENCODED.move_to_end(id(owner))
+        return found[2], found[3]
+    pack = msgpack.Packer().pack
+    data = entries()
+    encoded = b"".join(pack(k) + pack(v) for k, v in data.items())
+    _ENCODED[id(owner)] = (owner, fixed, len(data), encoded)
+    while len(_ENCODED) > ENCODED_KEPT:
+        _ENCODED.popitem(last=False)
+    return len(data), encoded
 
 
 def packed_past(past: tuple[Any, ...]) -> bytes:

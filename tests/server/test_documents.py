@@ -66,6 +66,20 @@ def test_state_blobs_rebuild_the_record_with_its_finished_rounds() -> None:
         assert TableRecord.from_blob(record.to_blob()) == record
 
 
+def test_a_state_blob_is_the_whole_state_whatever_its_parts_encoded_before() -> None:
+    records = played_records("draw", 3, seed=5)
+    other = replace(records[-1], id="docs2", salt="another salt")  # the same settings object
+    for record in [*records, other, records[-1]]:
+        data = msgpack.unpackb(record.to_blob())
+        game = data.pop("game")
+        game["past"] = msgpack.unpackb(game["past"])
+        assert game == engine.state_to_data(record.game)
+        assert (data["id"], data["salt"], data["status"]) == (record.id, record.salt,
+                                                             record.status)
+        assert data["config"] == record.config.to_data()
+        assert data["seats"] == [seat.to_blob() for seat in record.seats]
+
+
 def test_a_state_blob_with_its_rounds_inline_still_loads() -> None:
     """Blobs written before the finished rounds were stored as one binary field."""
     record = played_records("all-fives", 2, seed=9)[-1]
