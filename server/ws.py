@@ -348,11 +348,14 @@ class Session:
         except Rejected as rej:
             self.refuse(rej, move_id=message.id)
         else:
-            # The move is committed: its answer is `accepted` whatever happens to delivery. A
-            # diff that cannot be fetched now is retried in the background (and a client that
-            # sees `accepted` before the diff detects the gap and syncs).
+            # The move is committed: its answer is `accepted` whatever happens to delivery. Its
+            # diff is usually queued already (the commit hands its frames to the local sockets);
+            # otherwise it is fetched now, before `accepted`. A diff that cannot be fetched now
+            # is retried in the background (and a client that sees `accepted` before the diff
+            # detects the gap and syncs).
             try:
-                await self.hub.pump_now(self.conn.table, new_version)
+                if self.conn.version < new_version:
+                    await self.hub.pump_now(self.conn.table, new_version)
             except (RedisError, OSError, Rejected) as exc:
                 self.metrics.redis_errors.inc()
                 self.log("delivery after commit failed", level=logging.WARNING, error=repr(exc))
