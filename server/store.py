@@ -37,9 +37,9 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
                      (handed to whoever holds this table's seat token, `rematch_seat`)
 - ``{id}:rematch:lock``  short lock (30 s) of the one request making the rematch table
 - channel ``t:{id}:n`` one notice per commit: msgpack ``[version, {audience: frame}, the seat
-  or ``invite`` whose token it changed, or nil]`` (built by the commit script, whose msgpack
-  writes strings and frames alike as msgpack str: `committed_notice` reads it), or (frames
-  over ``NOTICE_FRAMES_MAX`` bytes) the bare new version as ASCII digits
+  or ``invite`` whose token it changed, or nil, the state blob]`` (built by the commit script,
+  whose msgpack writes strings and bytes alike as msgpack str: `committed_notice` reads it), or
+  (frames and state over ``NOTICE_FRAMES_MAX`` bytes) the bare new version as ASCII digits
 - channel ``{id}:live`` msgpack maps ``{"k": "chat", "f": frame}``, ``{"k": "presence"}``,
                      ``{"k": "claim", "seat": seat, "n": number}`` (no version)
   (Both channels carry the table's hash tag: on Redis Cluster they are shard channels of the
@@ -390,21 +390,34 @@ def rematch_lock_key(table_id: str) -> str:
     return f"{{{table_id}}}:rematch:lock"
 
 
-def committed_notice(data: object) -> tuple[int, dict[str, bytes], str | None] | None:
-    """(version, audience -> frame, token field) of a commit's notice that carries its frames,
-    or None for a bare version (or anything unreadable)."""
+class CommitNotice(NamedTuple):
+    """What a commit's notice carries besides its version: every audience's frame, the seat
+    (or ``invite``) whose token it changed, and the new state blob (None from a process that
+    did not send it)."""
+
+    version: int
+    frames: dict[str, bytes]
+    token_field: str | None
+    state: bytes | None
+
+
+def committed_notice(data: object) -> CommitNotice | None:
+    """The `CommitNotice` of a notice that carries its frames, or None for a bare version (or
+    anything unreadable)."""
     if not isinstance(data, bytes) or data[:1].isdigit():
         return None
     try:
-        version, frames, field = msgpack.unpackb(data, raw=True)
+        version, frames, field, *rest = msgpack.unpackb(data, raw=True)
+        state = rest[0] if rest else None
         if not isinstance(version, int) or isinstance(version, bool) \
                 or not isinstance(frames, dict) \
                 or not all(isinstance(k, bytes) and isinstance(f, bytes)
                            for k, f in frames.items()) \
-                or not (field is None or isinstance(field, bytes)):
+                or not (field is None or isinstance(field, bytes)) \
+                or not (state is None or isinstance(state, bytes)):
             return None
-        return (version, {k.decode("ascii"): f for k, f in frames.items()},
-                None if field is None else field.decode("ascii"))
+        return CommitNotice(version, {k.decode("ascii"): f for k, f in frames.items()},
+                            None if field is None else field.decode("ascii"), state)
     except (ValueError, TypeError, msgpack.UnpackException):
         return None
 
@@ -544,7 +557,7 @@ class Store:
             table_keys = [*table_keys, DEADLINES]
         else:
             args += ["0", "", "", 0]
-        carried = sum(len(frame) for frame in frames.values()) <= self.notice_frames_max
+        carried = len(state) + sum(map(len, frames.values())) <= self.notice_frames_max
         args += ["1" if carried else "", "1" if self.sharded else "0",
                  "" if subscribed is None or self.cluster else int(subscribed)]
         committed = await self._run_commit(table_keys, args)

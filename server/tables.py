@@ -216,6 +216,9 @@ class TableService:
         self.scheduler: Scheduler | None = None  # this process's, while `run_deadlines` runs
         self._hints: OrderedDict[tuple[str, int, int], dict[str, object]] = OrderedDict()
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
+        # The state blobs other processes' notices carried (table -> version, blob), read into
+        # the cache only if this process writes that version next (`_cached`).
+        self._noticed: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
         self._render_pool: ProcessPoolExecutor | None = None  # started on the first render
         self._render_slot = asyncio.Semaphore(1)
         self._rendering: dict[tuple[str, str], asyncio.Future[bytes]] = {}
@@ -496,12 +499,25 @@ class TableService:
         raise Rejected("busy", "the table changed too often; try again", status=409)
 
     def _cached(self, table_id: str, expected: int | None) -> Loaded | None:
-        """This process's copy of the table, when it is at ``expected`` (any version if None)."""
+        """This process's copy of the table, when it is at ``expected`` (any version if None):
+        the last it read or wrote, or a newer state another process's notice carried."""
         cached = self._cache.get(table_id)
+        noticed = self._noticed.pop(table_id, None)
+        if noticed is not None and (cached is None or noticed[0] > cached.version) \
+                and expected in (None, noticed[0]):
+            cached = Loaded(noticed[0], TableRecord.from_blob(noticed[1]), {})
         if cached is None or (expected is not None and cached.version != expected):
             return None
-        self._cache.move_to_end(table_id)
+        self._remember(table_id, cached)
         return cached
+
+    def noticed(self, table_id: str, version: int, state: bytes) -> None:
+        """Another process committed ``version`` of a table with this state (its notice): a
+        move this process makes next starts from it instead of reading the table again."""
+        self._noticed[table_id] = (version, state)
+        self._noticed.move_to_end(table_id)
+        while len(self._noticed) > CACHE_TABLES:
+            self._noticed.popitem(last=False)
 
     async def _accepted(self, table_id: str, client: tuple[int, str] | None) -> int | None:
         if client is None:

@@ -42,6 +42,7 @@ from server.metrics import Metrics
 from server.rejected import Rejected, server_full
 from server.seams import TableFeed
 from server.settings import Settings
+from server.store import CommitNotice
 
 __all__ = ["Hub", "LocalTable"]
 
@@ -237,9 +238,10 @@ class Hub:
     def notice(self, table_id: str, version: int | None) -> None:
         self.delivery.request_pump(table_id, version)
 
-    def committed(self, table_id: str, version: int, frames: dict[str, bytes],
-                  token_field: str | None) -> None:
-        self.delivery.committed(table_id, version, frames, token_field)
+    def committed(self, table_id: str, notice: CommitNotice) -> None:
+        if notice.state is not None:
+            self.service.noticed(table_id, notice.version, notice.state)
+        self.delivery.committed(table_id, notice.version, notice.frames, notice.token_field)
 
     def live(self, table_id: str, message: dict[str, Any]) -> None:
         table = self.registry.get(table_id)

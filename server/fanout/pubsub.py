@@ -38,7 +38,7 @@ from redis.retry import Retry
 from server.fanout.tasks import guarded, redis_error
 from server.logs import event
 from server.metrics import Metrics
-from server.store import PROCESS_CHANNEL, TableKeys, committed_notice
+from server.store import PROCESS_CHANNEL, CommitNotice, TableKeys, committed_notice
 
 PUBSUB_CLIENT_NAME = "dominoes-pubsub-{pid}"  # every pub/sub connection's CLIENT SETNAME
 READ_TIMEOUT_S = 1.0  # one wait for a message; then the reader looks at its connection again
@@ -54,8 +54,7 @@ class Listener(Protocol):
     def live(self, table_id: str, message: dict[str, Any]) -> None:
         """A message of the table's live channel (chat, presence, claim)."""
 
-    def committed(self, table_id: str, version: int, frames: dict[str, bytes],
-                  token_field: str | None) -> None:
+    def committed(self, table_id: str, notice: CommitNotice) -> None:
         """A commit's notice carried its frames (server.store `committed_notice`)."""
 
 
@@ -477,7 +476,7 @@ class Subscriber:
         if kind == "notice":
             committed = committed_notice(data)
             if committed is not None:
-                self.listener.committed(table_id, *committed)
+                self.listener.committed(table_id, committed)
                 return
             try:
                 version = int(data)

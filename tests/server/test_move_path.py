@@ -8,10 +8,12 @@ import functools
 import random
 from collections.abc import AsyncIterator, Mapping
 
+import msgpack
 import pytest
 import redis.asyncio
 
-from server.store import DEADLINES, Store, deadline_member
+from server.diff import apply_ops
+from server.store import DEADLINES, Store, TableKeys, committed_notice, deadline_member
 from server.tables import Rejected, TableService
 from tests.support.tables import ManualClock, frames, new_table, play_random
 
@@ -129,6 +131,42 @@ async def test_the_deadline_moves_with_the_commit_and_not_without_it(
     entries = await redis_client.zrange(DEADLINES, 0, -1, withscores=True)
     assert deadline_of(entries, "dl1234") == {deadline_member("dl1234", 3): 7}
     assert await redis_client.pttl(DEADLINES) == -1
+
+
+async def test_a_move_after_another_process_commit_starts_from_the_state_its_notice_carried(
+        pair: tuple[TableService, TableService], redis_client: redis.asyncio.Redis) -> None:
+    one, other = pair
+    table_id, _ = await new_table(one)
+    pubsub = redis_client.pubsub()  # a subscriber: the commit publishes its whole notice
+    await pubsub.subscribe(one.notice_channel(table_id))
+    version, doc = await one.snapshot(table_id, "s")
+    seat = doc["game"]["turn"]
+    _, own = await one.snapshot(table_id, str(seat))
+    await one.submit(table_id, seat, own["game"]["legal"][0], version, "m1")
+    notice = None
+    while notice is None:
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
+        notice = committed_notice(message["data"]) if message is not None else None
+    await pubsub.aclose()
+    assert notice.version == version + 1
+    assert notice.state == await redis_client.get(TableKeys(table_id).state)
+    other.noticed(table_id, notice.version, notice.state)
+    audiences = ("0", "1", "s")
+    before = {aud: (await one.snapshot(table_id, aud))[1] for aud in audiences}
+    # The next seat plays on the other process, which never reads the table: without its
+    # state in Redis, a read would find no table.
+    await redis_client.delete(TableKeys(table_id).state)
+    nxt = before["s"]["game"]["turn"]
+    legal = before[str(nxt)]["game"]["legal"] or [{"draw": True}]
+    assert await other.submit(table_id, nxt, legal[0], version + 1, "m2") == version + 2
+    # What it committed is what a process reading the table from Redis finds.
+    fresh = service_on(redis_client)
+    stored = await fresh.frames_since_many(table_id, dict.fromkeys(audiences, version + 1))
+    for aud in audiences:
+        frames_of_audience = stored[aud]
+        assert frames_of_audience is not None and frames_of_audience[0][0] == version + 2
+        ops = msgpack.unpackb(frames_of_audience[0][1])["ops"]
+        assert apply_ops(before[aud], ops) == (await fresh.snapshot(table_id, aud))[1]
 
 
 async def test_every_commit_is_told_with_the_frames_it_stored(

@@ -16,7 +16,7 @@ import redis.asyncio
 
 from server.fanout.pubsub import PUBSUB_CLIENT_NAME, Subscriber
 from server.metrics import Metrics
-from server.store import Store, TableKeys
+from server.store import CommitNotice, Store, TableKeys
 from tests.server.test_ws_delivery import answer_to, seated, two_processes
 from tests.support.tables import frames
 
@@ -75,8 +75,7 @@ class Heard:
     def live(self, table_id: str, message: dict[str, Any]) -> None:
         pass
 
-    def committed(self, table_id: str, version: int, frames: dict[str, bytes],
-                  token_field: str | None) -> None:
+    def committed(self, table_id: str, notice: CommitNotice) -> None:
         pass
 
 

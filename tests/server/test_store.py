@@ -193,7 +193,7 @@ async def test_trimmed_history_answers_none_beyond_what_is_kept(
     assert await store.frames_since("abcd12", "0", 3) is None
 
 
-async def test_commit_publishes_its_version_with_its_frames(
+async def test_commit_publishes_its_version_with_its_frames_and_state(
         redis_client: redis.asyncio.Redis) -> None:
     big = {"0": b"x" * 300, "1": b"y" * 300, "s": b"z" * 300}
     store = Store(redis_client, notice_frames_max=899)
@@ -209,10 +209,11 @@ async def test_commit_publishes_its_version_with_its_frames(
         message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
         if message is not None:
             got.append(message["data"])
-    # msgpack [version, {audience: frame}, token field], frames and names as msgpack str
-    assert msgpack.unpackb(got[0]) == [1, {k: v.decode() for k, v in frames(1).items()}, "0"]
-    assert committed_notice(got[0]) == (1, frames(1), "0")
-    assert committed_notice(got[1]) == (2, frames(2), None)
+    # msgpack [version, {audience: frame}, token field, state], bytes and names as msgpack str
+    assert msgpack.unpackb(got[0]) == [1, {k: v.decode() for k, v in frames(1).items()}, "0",
+                                       "s"]
+    assert committed_notice(got[0]) == (1, frames(1), "0", b"s")
+    assert committed_notice(got[1]) == (2, frames(2), None, b"s")
     assert got[2] == b"3"  # the bare version
     assert await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5) is None
     await pubsub.aclose()
