@@ -20,6 +20,7 @@ import uvicorn
 
 from server import logs
 from server.app import create_app, going_away
+from server.keepalive import protocol_for
 from server.pg_embedded import PgProcess, PgStartError
 from server.redis_embedded import RedisProcess
 from server.settings import Settings
@@ -162,7 +163,7 @@ def main() -> None:
             create_app(settings),
             host=settings.host,
             port=settings.port,
-            ws=settings.ws_impl,
+            ws=protocol_for(settings.ws_impl),
             proxy_headers=True,
             limit_concurrency=connection_limit(settings),
             forwarded_allow_ips=settings.forwarded_allow_ips,

@@ -126,7 +126,7 @@ class Settings:
     ws_impl: str = "websockets-sansio"
     # Floods (docs/operations.md "Limits and abuse").
     send_queue_bytes: int = 65536  # bytes queued per connection (besides the SEND_QUEUE frames)
-    notice_frames_max: int = 16384  # a commit's notice carries its frames up to this size
+    notice_frames_max: int = 16384  # a commit's notice carries its frames and state up to this
     sync_cooldown_s: float = 1.0  # a sync sooner than this after the last is coalesced
     chat_rate: float = 1.0  # chat lines per second per connection ...
     chat_burst: int = 5

@@ -168,8 +168,8 @@ class TableService:
     ``bot_delay_ms``: how long a bot waits before it moves. ``clock``: seconds since the epoch.
     ``waiting_ttl_s``: a waiting table nobody joins for this long disappears.
     ``retention_s``: a finished table (transcript and replay included) is kept this long.
-    ``notice_frames_max``: a commit's notice carries its frames when they total at most this
-    many bytes (server.store).
+    ``notice_frames_max``: a commit's notice carries its frames and state when they total at
+    most this many bytes (server.store).
     ``seat_connect_s``: a waiting table's seat whose person has not been connected for this long
     (never, since taking it) is freed.
     ``next_hand_s`` (``next_hand_turn_s`` at a table with a turn clock): after a hand ends the

@@ -1,0 +1,120 @@
+"""Websocket pings (server.keepalive): a socket whose client keeps sending messages is not
+pinged; a quiet one is, and a peer that does not answer is dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from urllib.parse import urlsplit
+
+import httpx
+import msgpack
+from websockets.client import ClientProtocol
+from websockets.frames import Frame, Opcode
+from websockets.uri import parse_uri
+
+from tests.server.conftest import running
+from tests.support.servers import ServiceProcess, create_table
+
+PINGS = {"WS_PING_INTERVAL_S": "0.5", "WS_PING_TIMEOUT_S": "0.5"}
+
+
+class RawClient:
+    """A websocket client whose pongs go out only with what it sends (`send`, `flush`), and
+    which counts the pings it was sent."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 protocol: ClientProtocol) -> None:
+        self.reader, self.writer, self.protocol = reader, writer, protocol
+        self.pings = 0
+        self.closed = False
+
+    @classmethod
+    async def connect(cls, ws_url: str) -> RawClient:
+        parts = urlsplit(ws_url)
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        protocol = ClientProtocol(parse_uri(ws_url))
+        protocol.send_request(protocol.connect())
+        client = cls(reader, writer, protocol)
+        client.flush()
+        while protocol.handshake_exc is None and protocol.state.name == "CONNECTING":
+            await client.read(1.0)
+        assert protocol.state.name == "OPEN", protocol.handshake_exc
+        return client
+
+    def flush(self) -> None:
+        for data in self.protocol.data_to_send():
+            if data:
+                self.writer.write(data)
+
+    async def read(self, wait_s: float) -> None:
+        """Read what arrives within ``wait_s`` and count the pings (not answered here)."""
+        try:
+            data = await asyncio.wait_for(self.reader.read(65536), wait_s)
+        except TimeoutError:
+            return
+        if not data:
+            self.closed = True
+            self.protocol.receive_eof()
+            return
+        self.protocol.receive_data(data)
+        for event in self.protocol.events_received():
+            if isinstance(event, Frame) and event.opcode == Opcode.PING:
+                self.pings += 1
+            elif isinstance(event, Frame) and event.opcode == Opcode.CLOSE:
+                self.closed = True
+
+    def send(self, message: dict[str, object]) -> None:
+        """Send a message, after the pongs the protocol has queued."""
+        self.protocol.send_binary(msgpack.packb(message))
+        self.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def hello(client: RawClient, table: str) -> None:
+    client.send({"t": "hello", "proto": 1, "table": table})
+    await client.read(1.0)
+
+
+async def test_a_client_that_keeps_sending_is_not_pinged_and_a_quiet_one_is(
+        redis_url: str) -> None:
+    async with (
+        running(ServiceProcess(redis_url, env=PINGS)) as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        table = await create_table(http, players=2)
+        talking, quiet = await RawClient.connect(server.ws_url), await RawClient.connect(
+            server.ws_url)
+        await hello(talking, table)
+        await hello(quiet, table)
+        deadline = time.monotonic() + 3.0  # six ping intervals
+        n = 0
+        while time.monotonic() < deadline:
+            n += 1
+            talking.send({"t": "ping", "n": n})
+            await talking.read(0.05)
+            quiet.flush()  # its pongs, and nothing else
+            await quiet.read(0.05)
+        assert talking.pings == 0 and not talking.closed
+        assert quiet.pings >= 3 and not quiet.closed
+        talking.close()
+        quiet.close()
+
+
+async def test_a_peer_that_does_not_answer_pings_is_dropped(redis_url: str) -> None:
+    async with (
+        running(ServiceProcess(redis_url, env=PINGS)) as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        table = await create_table(http, players=2)
+        client = await RawClient.connect(server.ws_url)
+        await hello(client, table)
+        deadline = time.monotonic() + 5.0
+        while not client.closed and time.monotonic() < deadline:
+            await client.read(0.1)
+            client.protocol.data_to_send()  # its pongs are never sent
+        assert client.pings >= 1
+        assert client.closed
+        client.close()
