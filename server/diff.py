@@ -60,7 +60,7 @@ def diff(old: object, new: object, memo: Memo | None = None) -> list[Op]:
     return ops
 
 
-_PACKER = msgpack.Packer()  # (packs whole values only, so one can serve every call)
+_PACKER = msgpack.Packer()  # one for every call: diffs are computed on one thread (the loop's)
 
 
 def _size(ops: list[Op]) -> int:
@@ -69,7 +69,7 @@ def _size(ops: list[Op]) -> int:
 
 def _diff(old: object, new: object, path: Path, ops: list[Op], memo: Memo | None) -> None:
     # One pass: every node is visited once, except below an object shared by both (skipped);
-    # leaves compare by type and value where they stand, without a call or a path of their own.
+    # leaves compare by type and value.
     if old is new:
         return
     kind = type(old)
@@ -95,15 +95,8 @@ def _diff(old: object, new: object, path: Path, ops: list[Op], memo: Memo | None
         for name, value in new.items():
             if name not in old:
                 ops.append(["=", [*path, name], value])
-                continue
-            before = old[name]
-            if before is value:
-                continue
-            inner = type(before)
-            if inner is dict or inner is list:
-                _diff(before, value, [*path, name], ops, memo)
-            elif inner is not type(value) or before != value:
-                ops.append(["=", [*path, name], value])
+            elif old[name] is not value:
+                _diff(old[name], value, [*path, name], ops, memo)
     else:
         assert isinstance(old, list) and isinstance(new, list)
         ops.extend(_diff_list(old, new, path, memo))
@@ -117,14 +110,8 @@ def _diff_list(old: list[Any], new: list[Any], path: Path, memo: Memo | None) ->
         return [["+", path, new[n_old:]]] if n_new > n_old else []
     changed: list[Op] = []
     for i in range(min(n_old, n_new)):
-        before, after = old[i], new[i]
-        if before is after:
-            continue
-        inner = type(before)
-        if inner is dict or inner is list:
-            _diff(before, after, [*path, i], changed, memo)
-        elif inner is not type(after) or before != after:
-            changed.append(["=", [*path, i], after])
+        if old[i] is not new[i]:
+            _diff(old[i], new[i], [*path, i], changed, memo)
     if not changed and n_new >= n_old:  # an unchanged prefix: append what is new, if any
         return [["+", path, new[n_old:]]] if n_new > n_old else []
     ops: list[Op] = [["~", path, n_new]] if n_new < n_old else []
