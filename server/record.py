@@ -134,9 +134,9 @@ class TableRecord:
             "rematch": None if self.rematch is None else dict(self.rematch),
         }
         pack = msgpack.Packer().pack
-        game = b"".join([pack_map_header(deal[0] + len(play)), deal[1],
+        game = b"".join([_map_header(deal[0] + len(play)), deal[1],
                          *(pack(k) + pack(v) for k, v in play.items())])
-        return b"".join([pack_map_header(head[0] + len(rest) + 1), head[1],
+        return b"".join([_map_header(head[0] + len(rest) + 1), head[1],
                          *(pack(k) + pack(v) for k, v in rest.items()), pack("game"), game])
 
     @classmethod
@@ -294,7 +294,7 @@ _ENCODED: OrderedDict[int, tuple[object, tuple[object, ...], int, bytes]] = Orde
 ENCODED_KEPT = 4096  # entries of `_encoded_once`: two per table a process writes
 
 
-def pack_map_header(n: int) -> bytes:
+def _map_header(n: int) -> bytes:
     return bytes(msgpack.Packer().pack_map_header(n))
 
 

@@ -521,10 +521,10 @@ class Store:
     ) -> CommitResult:
         """Atomically: check that ``require`` (seat, token hash) still holds its seat and that
         the version is ``expected``, store state and meta (``b""``: meta unchanged), apply
-        the token change (seat or
-        ``INVITE_FIELD``), append the frames as stream entry ``0-<expected+1>``, remember the
-        client id, give every key of the table ``lifetime_ms`` from now (0: no expiry;
-        ``"keep"``: leave every key's lifetime as it is), publish the new version.
+        the token change (seat or ``INVITE_FIELD``), append the frames as stream entry
+        ``0-<expected+1>``, remember the client id, give every key of the table
+        ``lifetime_ms`` from now (0: no expiry; ``"keep"``: leave every key's lifetime as it
+        is), publish the new version.
         ``expected=0`` creates the table.
 
         ``due_ms``: the new version's deadline entry (`schedule`) replaces the expected

@@ -55,7 +55,7 @@ class Listener(Protocol):
         """A message of the table's live channel (chat, presence, claim)."""
 
     def committed(self, table_id: str, notice: CommitNotice) -> None:
-        """A commit's notice carried its frames (server.store `committed_notice`)."""
+        """A commit's notice carried its frames and state (server.store `committed_notice`)."""
 
 
 def _own_pubsub(connection_class: type[aioredis.Connection],
