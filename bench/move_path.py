@@ -4,7 +4,8 @@
 
 Plays whole games of random legal moves through the table record (as `TableService.play` does)
 and times, per move: `engine.apply`, building every audience's document, diffing each against
-the previous one, encoding the frames, and encoding the state and summary blobs for the commit.
+the previous one, encoding the frames, and encoding the state blob and (when it changed) the
+lobby summary for the commit.
 Prints one JSON line of microseconds per move (CPU time, best of 3 passes) and the bytes
 written per move. Asserts nothing.
 """
@@ -24,13 +25,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import msgpack
 import redis.asyncio
 
 import engine
 from server.record import PLAYING, TableRecord, audience_viewer
 from server.table_config import parse_create_request
-from server.tables import TableService
+from server.tables import TableService, lobby_meta
 
 
 def recorded_moves(preset: str, players: int, games: int) -> list[list[TableRecord]]:
@@ -110,7 +110,7 @@ def main() -> None:
 
     def blobs(before: TableRecord, after: TableRecord, memo: dict[str, Any]) -> None:
         after.to_blob()
-        msgpack.packb(after.summary(1))
+        lobby_meta(before, after)
 
     sizes = [len(after.to_blob()) for states in runs for after in states[1:]]
     print(json.dumps({

@@ -1,16 +1,17 @@
-"""The websocket protocol the server runs under uvicorn: uvicorn's sans-I/O one, with pings only
-for sockets that have gone quiet.
+"""The websocket protocol the server runs under uvicorn: uvicorn's sans-I/O one, with fewer
+pings for sockets whose clients talk.
 
 uvicorn pings every socket every ``WS_PING_INTERVAL_S`` and drops one that does not answer
-within ``WS_PING_TIMEOUT_S``. A message the client has just sent already shows that it is there,
-so a socket that sent one since the last ping time is not pinged: its next ping time is one
-interval later. A socket that has sent nothing for a whole interval is pinged as before (and a
-peer that is gone is dropped at most one interval later than with a ping every interval).
-Players who move and chat cost no pings; silent spectators are pinged as before.
+within ``WS_PING_TIMEOUT_S``. A message the client has just sent shows that it is there, so
+such a socket is not pinged at its ping time (the next one is an interval later), as long as
+nothing waits in its write buffer and it answered a ping within the last `PROOF_INTERVALS`
+intervals: a client that sends but does not read is still pinged (it cannot answer) and
+dropped, at most that many intervals later than with a ping every interval. Players who move
+and chat are pinged once every `PROOF_INTERVALS` intervals instead of every interval; silent
+sockets (spectators) every interval, as before.
 
-Only messages count, not the peer's pongs, so an idle socket is pinged every interval. If a
-future uvicorn renames the methods used here, every socket is simply pinged every interval
-again. Imports nothing of the server.
+Where the installed uvicorn lacks the hooks used here, its own protocol runs unchanged.
+Imports nothing of the server.
 """
 
 from __future__ import annotations
@@ -19,11 +20,19 @@ from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-__all__ = ["QuietPingProtocol", "protocol_for"]
+__all__ = ["PROOF_INTERVALS", "QuietPingProtocol", "protocol_for"]
+
+PROOF_INTERVALS = 4  # a talking socket still answers a ping at least this often (intervals)
+_HOOKS = ("send_keepalive_ping", "schedule_ping", "handle_pong", "handle_bytes", "handle_text")
 
 
 class QuietPingProtocol(WebSocketsSansIOProtocol):
     heard = False  # a message arrived since the last ping time
+    answered_at: float | None = None  # when the peer last answered a ping (loop time)
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self.answered_at = self.loop.time()  # a new peer counts as having answered
 
     def handle_bytes(self, event: Any) -> None:
         self.heard = True
@@ -33,9 +42,19 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
         self.heard = True
         super().handle_text(event)
 
+    def handle_pong(self, event: Any) -> None:
+        waiting = getattr(self, "pending_ping_payload", None)
+        super().handle_pong(event)
+        if waiting is not None and getattr(self, "pending_ping_payload", None) is None:
+            self.answered_at = self.loop.time()  # the pong of the ping in flight
+
     def send_keepalive_ping(self) -> None:
-        if self.heard and self.pending_ping_payload is None:
-            self.heard = False
+        heard, self.heard = self.heard, False
+        answered = self.answered_at
+        interval = self.ping_interval or 0.0
+        if heard and getattr(self, "pending_ping_payload", None) is None \
+                and self.transport.get_write_buffer_size() == 0 and answered is not None \
+                and self.loop.time() - answered < PROOF_INTERVALS * interval:
             self.ping_timer = None
             self.schedule_ping()
             return
@@ -44,4 +63,7 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
 
 def protocol_for(name: str) -> str | type[Any]:
     """What uvicorn's ``ws`` setting takes for the ``WS_IMPL`` setting ``name``."""
-    return QuietPingProtocol if name == "websockets-sansio" else name
+    if name == "websockets-sansio" and all(
+            callable(getattr(WebSocketsSansIOProtocol, hook, None)) for hook in _HOOKS):
+        return QuietPingProtocol
+    return name

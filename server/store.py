@@ -37,9 +37,10 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
                      (handed to whoever holds this table's seat token, `rematch_seat`)
 - ``{id}:rematch:lock``  short lock (30 s) of the one request making the rematch table
 - channel ``t:{id}:n`` one notice per commit: msgpack ``[version, {audience: frame}, the seat
-  or ``invite`` whose token it changed, or nil, the state blob]`` (built by the commit script,
-  whose msgpack writes strings and bytes alike as msgpack str: `committed_notice` reads it), or
-  (frames and state over ``NOTICE_FRAMES_MAX`` bytes) the bare new version as ASCII digits
+  or ``invite`` whose token it changed, or nil, the state blob or (frames and state over
+  ``NOTICE_FRAMES_MAX`` bytes) nil]`` (built by the commit script, whose msgpack writes
+  strings and bytes alike as msgpack str: `committed_notice` reads it), or (frames over
+  ``NOTICE_FRAMES_MAX`` bytes) the bare new version as ASCII digits
 - channel ``{id}:live`` msgpack maps ``{"k": "chat", "f": frame}``, ``{"k": "presence"}``,
                      ``{"k": "claim", "seat": seat, "n": number}`` (no version)
   (Both channels carry the table's hash tag: on Redis Cluster they are shard channels of the
@@ -289,7 +290,7 @@ class TableKeys:
 
     @property
     def written(self) -> list[str]:
-        """The keys every commit writes, in the order the commit script takes them."""
+        """The keys a commit may write, in the order the commit script takes them."""
         return [self.version, self.state, self.stream, self.tokens, self.meta, self.clients]
 
     @property
@@ -557,8 +558,10 @@ class Store:
             table_keys = [*table_keys, DEADLINES]
         else:
             args += ["0", "", "", 0]
-        carried = len(state) + sum(map(len, frames.values())) <= self.notice_frames_max
-        args += ["1" if carried else "", "1" if self.sharded else "0",
+        size = sum(map(len, frames.values()))
+        carried = "" if size > self.notice_frames_max \
+            else "2" if size + len(state) <= self.notice_frames_max else "1"
+        args += [carried, "1" if self.sharded else "0",
                  "" if subscribed is None or self.cluster else int(subscribed)]
         committed = await self._run_commit(table_keys, args)
         if committed.outcome == "ok" and due_ms != "keep" and not folded:
@@ -603,7 +606,10 @@ class Store:
     @reconnecting
     async def metas(self, table_ids: Sequence[str]) -> list[bytes | None]:
         """Meta blobs of many tables (one single-key GET each, pipelined)."""
-        return [meta for meta, _ in await self.metas_and_versions(table_ids)]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for table_id in table_ids:
+                pipe.get(TableKeys(table_id).meta)
+            return [as_bytes(v) if v is not None else None for v in await pipe.execute()]
 
     @reconnecting
     async def metas_and_versions(self, table_ids: Sequence[str]

@@ -122,6 +122,17 @@ def turn_started(before: TableRecord | None, after: TableRecord) -> int | None:
     return seat
 
 
+def lobby_meta(before: TableRecord | None, record: TableRecord) -> bytes:
+    """The lobby's summary of the table without its version (the store's ``meta``), or b""
+    when it shows nothing new since ``before``: a move changes no status, seat or setting."""
+    if before is not None and before.status == record.status \
+            and before.seats == record.seats and before.config is record.config:
+        return b""
+    summary = record.summary(0)
+    del summary["v"]
+    return bytes(msgpack.packb(summary))
+
+
 def rematch_people(record: TableRecord) -> list[int]:
     """The seats people played (every seat but the table's own bots): all of them must accept
     a rematch. A seat a stand-in bot took over (its player left) never accepts."""
@@ -502,9 +513,11 @@ class TableService:
         """This process's copy of the table, when it is at ``expected`` (any version if None):
         the last it read or wrote, or a newer state another process's notice carried."""
         cached = self._cache.get(table_id)
-        noticed = self._noticed.pop(table_id, None)
-        if noticed is not None and (cached is None or noticed[0] > cached.version) \
-                and expected in (None, noticed[0]):
+        noticed = self._noticed.get(table_id)
+        if noticed is not None and cached is not None and noticed[0] <= cached.version:
+            del self._noticed[table_id]  # this process has that version, or a newer one
+        elif noticed is not None and expected in (None, noticed[0]):
+            del self._noticed[table_id]
             cached = Loaded(noticed[0], TableRecord.from_blob(noticed[1]), {})
         if cached is None or (expected is not None and cached.version != expected):
             return None
@@ -514,6 +527,11 @@ class TableService:
     def noticed(self, table_id: str, version: int, state: bytes) -> None:
         """Another process committed ``version`` of a table with this state (its notice): a
         move this process makes next starts from it instead of reading the table again."""
+        cached = self._cache.get(table_id)
+        known = self._noticed.get(table_id)
+        if (cached is not None and cached.version >= version) \
+                or (known is not None and known[0] >= version):
+            return  # its own commit, or a notice that arrived late
         self._noticed[table_id] = (version, state)
         self._noticed.move_to_end(table_id)
         while len(self._noticed) > CACHE_TABLES:
@@ -550,7 +568,7 @@ class TableService:
                 version, diff(self._doc(loaded, audience), doc, shared),
                 engine.redact_events(change.events, viewer)))
         now = self.now_ms()
-        meta = self._meta(loaded, change.record)
+        meta = lobby_meta(loaded.record if loaded.version > 0 else None, change.record)
         status = change.record.status
         due = self.due_ms(change.record, now)
         had_due = loaded.version > 0 and self.due_ms(loaded.record, now) is not None
@@ -595,18 +613,6 @@ class TableService:
             with contextlib.suppress(RedisError):
                 await self.store.index_public(table_id, change.record.created_ms, status)
         return version
-
-    @staticmethod
-    def _meta(loaded: Loaded, record: TableRecord) -> bytes:
-        """The lobby's summary of the table without its version (store's ``meta``), or b""
-        when it shows nothing new: a move changes no status, seat or setting."""
-        before = loaded.record if loaded.version > 0 else None
-        if before is not None and before.status == record.status \
-                and before.seats == record.seats and before.config is record.config:
-            return b""
-        summary = record.summary(0)
-        del summary["v"]
-        return bytes(msgpack.packb(summary))
 
     def _your_turn(self, before: TableRecord | None, after: TableRecord) -> None:
         """Tell the account whose turn this commit started ("your_turn", server.inbox)."""

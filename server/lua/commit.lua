@@ -13,10 +13,10 @@
 --       13 number of frames, then (audience, frame) pairs, then
 --       14 "1" when the deadlines zset is the last key, 15 its member for the expected
 --       version to remove ("" = none), 16 the member for the new version to add ("" = none),
---       17 that member's due time (ms), 18 "1" when the notice carries the frames and the
---       state (msgpack [version, {audience: frame}, token field or nil, state blob]; "" or
---       absent: the notice is the new version as ASCII digits), 19 "1" to publish it as a
---       shard channel message
+--       17 that member's due time (ms), 18 "2" when the notice carries the frames and the
+--       state (msgpack [version, {audience: frame}, token field or nil, state blob]), "1" the
+--       frames only (the state nil), "" or absent: the notice is the new version as ASCII
+--       digits, 19 "1" to publish it as a shard channel message
 --       (SPUBLISH: Redis Cluster; else PUBLISH), 20 publish only when the channel has more
 --       than this many subscribers ("" or absent: always): a single Redis counts them all, so
 --       the committing process, which delivers to its own sockets itself, says 1 when it is a
@@ -92,14 +92,17 @@ end
 local listeners = tonumber(ARGV[after + 7] or '')
 if listeners == nil or redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2] > listeners then
   local notice = v
-  if ARGV[after + 5] == '1' then  -- built here, so a notice nobody reads costs no bytes
+  local carried = ARGV[after + 5]
+  if carried == '1' or carried == '2' then  -- built here: a notice nobody reads costs nothing
     local frames = {}
     for i = 1, n do
       frames[ARGV[12 + 2 * i]] = ARGV[13 + 2 * i]
     end
     local field = nil
     if ARGV[7] ~= '' then field = ARGV[8] end
-    notice = '\148' .. cmsgpack.pack(v, frames, field, ARGV[2])  -- a 4-element array
+    local state = nil
+    if carried == '2' then state = ARGV[2] end
+    notice = '\148' .. cmsgpack.pack(v, frames, field, state)  -- a 4-element array
   end
   redis.call(ARGV[after + 6] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[4], notice)
 end

@@ -1,10 +1,13 @@
-"""Websocket pings (server.keepalive): a socket whose client keeps sending messages is not
-pinged; a quiet one is, and a peer that does not answer is dropped."""
+"""Websocket pings (server.keepalive): a socket whose client keeps sending (and reading) is
+pinged every few intervals only, a quiet one every interval, and a peer that does not answer
+is dropped, whether it sends or not."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -53,6 +56,8 @@ class RawClient:
             data = await asyncio.wait_for(self.reader.read(65536), wait_s)
         except TimeoutError:
             return
+        except ConnectionError:
+            data = b""
         if not data:
             self.closed = True
             self.protocol.receive_eof()
@@ -73,43 +78,78 @@ class RawClient:
         self.writer.close()
 
 
+@contextlib.asynccontextmanager
+async def raw_client(ws_url: str) -> AsyncIterator[RawClient]:
+    client = await RawClient.connect(ws_url)
+    try:
+        yield client
+    finally:
+        client.close()
+        with contextlib.suppress(ConnectionError):
+            await client.writer.wait_closed()
+
+
 async def hello(client: RawClient, table: str) -> None:
     client.send({"t": "hello", "proto": 1, "table": table})
     await client.read(1.0)
 
 
-async def test_a_client_that_keeps_sending_is_not_pinged_and_a_quiet_one_is(
+async def test_a_client_that_keeps_sending_is_pinged_less_than_a_quiet_one(
         redis_url: str) -> None:
     async with (
         running(ServiceProcess(redis_url, env=PINGS)) as server,
         httpx.AsyncClient(base_url=server.url) as http,
+        contextlib.AsyncExitStack() as stack,
     ):
         table = await create_table(http, players=2)
-        talking, quiet = await RawClient.connect(server.ws_url), await RawClient.connect(
-            server.ws_url)
+        talking = await stack.enter_async_context(raw_client(server.ws_url))
+        quiet = await stack.enter_async_context(raw_client(server.ws_url))
         await hello(talking, table)
         await hello(quiet, table)
-        deadline = time.monotonic() + 3.0  # six ping intervals
+        deadline = time.monotonic() + 4.0  # eight ping intervals, two proofs of reading
         n = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # five messages a second, within the rate
             n += 1
-            talking.send({"t": "ping", "n": n})
-            await talking.read(0.05)
+            talking.send({"t": "ping", "n": n})  # (with the pongs it owes)
+            await talking.read(0.02)
             quiet.flush()  # its pongs, and nothing else
-            await quiet.read(0.05)
-        assert talking.pings == 0 and not talking.closed
-        assert quiet.pings >= 3 and not quiet.closed
-        talking.close()
-        quiet.close()
+            await quiet.read(0.02)
+            await asyncio.sleep(0.16)
+        assert 1 <= talking.pings <= 2 and not talking.closed
+        assert quiet.pings >= 6 and not quiet.closed
+
+
+async def test_a_client_that_sends_but_does_not_read_is_dropped(redis_url: str) -> None:
+    async with (
+        running(ServiceProcess(redis_url, env=PINGS)) as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        table = await create_table(http, players=2)
+        client = await stack.enter_async_context(raw_client(server.ws_url))
+        await hello(client, table)
+        deadline = time.monotonic() + 4.0  # four intervals, the ping's timeout, and more
+        n = 0
+        while time.monotonic() < deadline:  # it reads nothing, so it answers no ping
+            n += 1
+            client.send({"t": "ping", "n": n})
+            await asyncio.sleep(0.2)
+        # Read at last, for less than an interval (not long enough to be dropped as a quiet
+        # peer): the server is gone already -- a close frame, or a reset (which discards what
+        # the client never read).
+        for _ in range(3):
+            await client.read(0.1)
+        assert client.closed
 
 
 async def test_a_peer_that_does_not_answer_pings_is_dropped(redis_url: str) -> None:
     async with (
         running(ServiceProcess(redis_url, env=PINGS)) as server,
         httpx.AsyncClient(base_url=server.url) as http,
+        contextlib.AsyncExitStack() as stack,
     ):
         table = await create_table(http, players=2)
-        client = await RawClient.connect(server.ws_url)
+        client = await stack.enter_async_context(raw_client(server.ws_url))
         await hello(client, table)
         deadline = time.monotonic() + 5.0
         while not client.closed and time.monotonic() < deadline:
@@ -117,4 +157,3 @@ async def test_a_peer_that_does_not_answer_pings_is_dropped(redis_url: str) -> N
             client.protocol.data_to_send()  # its pongs are never sent
         assert client.pings >= 1
         assert client.closed
-        client.close()
