@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import urlsplit
 
 import httpx
@@ -89,23 +89,30 @@ async def raw_client(ws_url: str) -> AsyncIterator[RawClient]:
             await client.writer.wait_closed()
 
 
-async def hello(client: RawClient, table: str) -> None:
-    client.send({"t": "hello", "proto": 1, "table": table})
-    await client.read(1.0)
-
-
-async def test_a_client_that_keeps_sending_is_pinged_less_than_a_quiet_one(
-        redis_url: str) -> None:
+@contextlib.asynccontextmanager
+async def spectators(redis_url: str) -> AsyncIterator[Callable[[], Awaitable[RawClient]]]:
+    """A service with quick pings and a table; yields a function that opens a spectator's
+    socket on that table (it has said hello)."""
     async with (
         running(ServiceProcess(redis_url, env=PINGS)) as server,
         httpx.AsyncClient(base_url=server.url) as http,
         contextlib.AsyncExitStack() as stack,
     ):
         table = await create_table(http, players=2)
-        talking = await stack.enter_async_context(raw_client(server.ws_url))
-        quiet = await stack.enter_async_context(raw_client(server.ws_url))
-        await hello(talking, table)
-        await hello(quiet, table)
+
+        async def spectator() -> RawClient:
+            client = await stack.enter_async_context(raw_client(server.ws_url))
+            client.send({"t": "hello", "proto": 1, "table": table})
+            await client.read(1.0)
+            return client
+
+        yield spectator
+
+
+async def test_a_client_that_keeps_sending_is_pinged_less_than_a_quiet_one(
+        redis_url: str) -> None:
+    async with spectators(redis_url) as spectator:
+        talking, quiet = await spectator(), await spectator()
         deadline = time.monotonic() + 4.0  # eight ping intervals, two proofs of reading
         n = 0
         while time.monotonic() < deadline:  # five messages a second, within the rate
@@ -120,14 +127,8 @@ async def test_a_client_that_keeps_sending_is_pinged_less_than_a_quiet_one(
 
 
 async def test_a_client_that_sends_but_does_not_read_is_dropped(redis_url: str) -> None:
-    async with (
-        running(ServiceProcess(redis_url, env=PINGS)) as server,
-        httpx.AsyncClient(base_url=server.url) as http,
-        contextlib.AsyncExitStack() as stack,
-    ):
-        table = await create_table(http, players=2)
-        client = await stack.enter_async_context(raw_client(server.ws_url))
-        await hello(client, table)
+    async with spectators(redis_url) as spectator:
+        client = await spectator()
         deadline = time.monotonic() + 4.0  # four intervals, the ping's timeout, and more
         n = 0
         while time.monotonic() < deadline:  # it reads nothing, so it answers no ping
@@ -143,14 +144,8 @@ async def test_a_client_that_sends_but_does_not_read_is_dropped(redis_url: str) 
 
 
 async def test_a_peer_that_does_not_answer_pings_is_dropped(redis_url: str) -> None:
-    async with (
-        running(ServiceProcess(redis_url, env=PINGS)) as server,
-        httpx.AsyncClient(base_url=server.url) as http,
-        contextlib.AsyncExitStack() as stack,
-    ):
-        table = await create_table(http, players=2)
-        client = await stack.enter_async_context(raw_client(server.ws_url))
-        await hello(client, table)
+    async with spectators(redis_url) as spectator:
+        client = await spectator()
         deadline = time.monotonic() + 5.0
         while not client.closed and time.monotonic() < deadline:
             await client.read(0.1)

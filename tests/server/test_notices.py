@@ -175,25 +175,3 @@ async def until_numsub(client: redis.asyncio.Redis, channel: str, n: int,
         assert time.monotonic() < deadline, f"{channel} has {count} subscribers, not {n}"
         await asyncio.sleep(0.05)
 
-
-async def test_each_process_moves_from_the_state_the_other_process_notice_carried() -> None:
-    """Two processes, one player on each, taking turns: every move starts from the state the
-    last notice carried, so no process reads the table (`MGET` of its version and state)."""
-    async with two_processes() as (admin, one, two):
-        table, players = await seated(one, two)
-        await until_numsub(admin, TableKeys(table).channel, 2)
-        before = (await admin.info("commandstats")).get("cmdstat_mget", {}).get("calls", 0)
-        movers = set()
-        for n in range(8):
-            mover = next(p for p in players if p.my_turn())
-            movers.add(id(mover))
-            version = mover.v
-            assert version is not None
-            await mover.send({"t": "move", "id": f"m{n}", "v": version,
-                              "move": mover.game["legal"][0]})
-            assert (await answer_to(mover, f"m{n}"))["t"] == "accepted"
-            for player in players:
-                await player.wait_version(version + 1, wait_s=10)
-        after = (await admin.info("commandstats")).get("cmdstat_mget", {}).get("calls", 0)
-        assert len(movers) == 2  # both processes moved
-        assert after == before

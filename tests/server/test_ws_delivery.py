@@ -102,12 +102,13 @@ async def test_a_committed_move_is_accepted_when_its_diff_cannot_be_fetched() ->
 
 
 async def test_every_process_delivers_a_move_without_reading_the_stream() -> None:
-    """The commit hands its frames to its own process and its notice carries them to the
-    other: while the players follow the game move after move, no process reads the history."""
+    """The commit hands its frames to its own process and its notice carries them and the new
+    state to the other: while the players take turns, one on each process, no process reads the
+    history, nor the table (each move starts from the state the last notice carried)."""
     async with two_processes() as (admin, one, two):
         _, players = await seated(one, two)
         await asyncio.sleep(1.0)  # the catch-ups of the hellos are over
-        reads = await stream_reads(admin)
+        reads, loads = await stream_reads(admin), await table_reads(admin)
         for n in range(6):
             mover = next(p for p in players if p.my_turn())
             version = mover.v
@@ -118,9 +119,16 @@ async def test_every_process_delivers_a_move_without_reading_the_stream() -> Non
             for player in players:
                 await player.wait_version(version + 1, wait_s=10)
         assert await stream_reads(admin) == reads
+        assert await table_reads(admin) == loads
         assert players[0].game["layout"] == players[1].game["layout"]
 
 
 async def stream_reads(client: redis.asyncio.Redis) -> int:
     stats = await client.info("commandstats")
     return int(stats.get("cmdstat_xrange", {}).get("calls", 0))
+
+
+async def table_reads(client: redis.asyncio.Redis) -> int:
+    """Reads of a table's version and state together (`Store.load`)."""
+    stats = await client.info("commandstats")
+    return int(stats.get("cmdstat_mget", {}).get("calls", 0))
