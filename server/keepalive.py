@@ -16,9 +16,10 @@ Imports nothing of the server.
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.frames import Frame
 
 __all__ = ["PROOF_INTERVALS", "QuietPingProtocol", "protocol_for"]
 
@@ -30,19 +31,19 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
     heard = False  # a message arrived since the last ping time
     answered_at: float | None = None  # when the peer last answered a ping (loop time)
 
-    def connection_made(self, transport: Any) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self.answered_at = self.loop.time()  # a new peer counts as having answered
 
-    def handle_bytes(self, event: Any) -> None:
+    def handle_bytes(self, event: Frame) -> None:
         self.heard = True
         super().handle_bytes(event)
 
-    def handle_text(self, event: Any) -> None:
+    def handle_text(self, event: Frame) -> None:
         self.heard = True
         super().handle_text(event)
 
-    def handle_pong(self, event: Any) -> None:
+    def handle_pong(self, event: Frame) -> None:
         waiting = getattr(self, "pending_ping_payload", None)
         super().handle_pong(event)
         if waiting is not None and getattr(self, "pending_ping_payload", None) is None:
@@ -61,7 +62,7 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
         super().send_keepalive_ping()
 
 
-def protocol_for(name: str) -> str | type[Any]:
+def protocol_for(name: str) -> str | type[asyncio.Protocol]:
     """What uvicorn's ``ws`` setting takes for the ``WS_IMPL`` setting ``name``."""
     if name == "websockets-sansio" and all(
             callable(getattr(WebSocketsSansIOProtocol, hook, None)) for hook in _HOOKS):

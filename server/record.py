@@ -120,8 +120,9 @@ class TableRecord:
             "seed": self.seed, "invite": self.invite_hash, "salt": self.salt,
             "bot_secret": self.bot_secret})
         table = self.game.table
-        deal = _encoded_once(table, (), lambda: {
-            **engine.table_to_data(table), "past": packed_past(table.past)})
+        deal = _encoded_once(table, (), lambda: {  # the finished rounds as one binary field
+            **engine.table_to_data(table),
+            "past": bytes(msgpack.packb(engine.past_to_data(table.past)))})
         play = engine.play_to_data(self.game)
         rest = {
             "status": self.status,
@@ -133,11 +134,9 @@ class TableRecord:
             "next_hand": None if self.next_hand is None else dict(self.next_hand),
             "rematch": None if self.rematch is None else dict(self.rematch),
         }
-        pack = msgpack.Packer().pack
-        game = b"".join([_map_header(deal[0] + len(play)), deal[1],
-                         *(pack(k) + pack(v) for k, v in play.items())])
-        return b"".join([_map_header(head[0] + len(rest) + 1), head[1],
-                         *(pack(k) + pack(v) for k, v in rest.items()), pack("game"), game])
+        game = _map_header(deal[0] + len(play)) + deal[1] + _pairs(play)
+        return b"".join([_map_header(head[0] + len(rest) + 1), head[1], _pairs(rest),
+                         msgpack.packb("game"), game])
 
     @classmethod
     def from_blob(cls, blob: bytes) -> TableRecord:
@@ -232,12 +231,16 @@ class TableRecord:
                 for aud, game in zip(names, games, strict=True)}
 
     def summary(self, version: int) -> dict[str, Any]:
+        return {**self.listing(), "v": version}
+
+    def listing(self) -> dict[str, Any]:
+        """`summary` without the version: what the lobby's stored summary holds."""
         clock = self.config.clock
         return {
             "id": self.id, "name": self.config.name, "players": self.config.players,
             "rules": self.config.rules, "status": self.status,
             "seats": [seat.to_data() for seat in self.seats], "private": self.config.private,
-            "v": version, "clock": clock.to_request() if clock else None,
+            "clock": clock.to_request() if clock else None,
             "on_timeout": self.config.on_timeout, "created": self.created_ms,
             "rated": self.config.rated, "hints": self.config.hints,
             "family": self.config.family,
@@ -286,16 +289,18 @@ class TableRecord:
         return replace(self, clock=clock)
 
 
-_PACKED_PAST: OrderedDict[int, tuple[tuple[Any, ...], bytes]] = OrderedDict()
-PACKED_PAST_KEPT = 4096
-
-
 _ENCODED: OrderedDict[int, tuple[object, tuple[object, ...], int, bytes]] = OrderedDict()
 ENCODED_KEPT = 4096  # entries of `_encoded_once`: two per table a process writes
 
 
 def _map_header(n: int) -> bytes:
     return bytes(msgpack.Packer().pack_map_header(n))
+
+
+def _pairs(entries: Mapping[str, Any]) -> bytes:
+    """The msgpack encoding of a map's entries, without the map's header."""
+    pack = msgpack.Packer().pack
+    return b"".join(pack(k) + pack(v) for k, v in entries.items())
 
 
 def _encoded_once(owner: object, fixed: tuple[object, ...],
@@ -307,28 +312,12 @@ def _encoded_once(owner: object, fixed: tuple[object, ...],
     if found is not None and found[0] is owner and found[1] == fixed:
         _ENCODED.move_to_end(id(owner))
         return found[2], found[3]
-    pack = msgpack.Packer().pack
     data = entries()
-    encoded = b"".join(pack(k) + pack(v) for k, v in data.items())
+    encoded = _pairs(data)
     _ENCODED[id(owner)] = (owner, fixed, len(data), encoded)
     while len(_ENCODED) > ENCODED_KEPT:
         _ENCODED.popitem(last=False)
     return len(data), encoded
-
-
-def packed_past(past: tuple[Any, ...]) -> bytes:
-    """A table's finished rounds, msgpack-encoded: the state blob holds them as one binary
-    field, encoded once per round (every move of a round shares the same tuple) instead of
-    at every move. Kept for the last PACKED_PAST_KEPT distinct tuples."""
-    found = _PACKED_PAST.get(id(past))
-    if found is not None and found[0] is past:
-        _PACKED_PAST.move_to_end(id(past))
-        return found[1]
-    packed = bytes(msgpack.packb(engine.past_to_data(past)))
-    _PACKED_PAST[id(past)] = (past, packed)
-    while len(_PACKED_PAST) > PACKED_PAST_KEPT:
-        _PACKED_PAST.popitem(last=False)
-    return packed
 
 
 def game_result(record: TableRecord) -> dict[str, Any]:

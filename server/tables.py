@@ -128,9 +128,7 @@ def lobby_meta(before: TableRecord | None, record: TableRecord) -> bytes:
     if before is not None and before.status == record.status \
             and before.seats == record.seats and before.config is record.config:
         return b""
-    summary = record.summary(0)
-    del summary["v"]
-    return bytes(msgpack.packb(summary))
+    return bytes(msgpack.packb(record.listing()))
 
 
 def rematch_people(record: TableRecord) -> list[int]:
