@@ -27,8 +27,9 @@ from tests.support.servers import GameClient
 
 async def seat_tables(http: httpx.AsyncClient, urls: list[str], *, tables: int,
                       players: int = 2, spectators: int = 1, target: int = 30,
-                      chat_every: int = 0) -> dict[str, list[Robot]]:
-    """`tables` tables with a robot in every seat (spread over `urls`) and spectator robots."""
+                      chat_every: int = 0, pause: float = 0.0) -> dict[str, list[Robot]]:
+    """`tables` tables with a robot in every seat (spread over `urls`) and spectator robots;
+    the players think `pause` seconds before each move."""
     out: dict[str, list[Robot]] = {}
     for t in range(tables):
         created = await http.post("/api/tables", json={
@@ -44,7 +45,7 @@ async def seat_tables(http: httpx.AsyncClient, urls: list[str], *, tables: int,
             first = (t + seat) % len(urls)
             robots.append(Robot(urls[first:] + urls[:first], table, joined.json()["token"],
                                 seed=1000 * t + seat, label=f"t{t}s{seat}",
-                                chat_every=chat_every))
+                                chat_every=chat_every, pause=pause))
         for k in range(spectators):
             first = (t + k + 1) % len(urls)
             robots.append(Robot(urls[first:] + urls[:first], table, None, seed=-1,

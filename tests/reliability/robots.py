@@ -51,6 +51,7 @@ class Robot:
     seat: int | None = None
     chat_every: int = 0  # send a chat line after every n-th own move (0 = never)
     from_start: bool = False  # first hello with since=0: every version from the first
+    pause: float = 0.0  # seconds to think before each own move (keeps a game going for a while)
 
     def __post_init__(self) -> None:
         if self.from_start:
@@ -145,6 +146,8 @@ class Robot:
                 self._apply(message)
                 move = self._choose()
                 if move is not None:
+                    if self.pause:
+                        await asyncio.sleep(self.pause)
                     sent = Sent(f"{self.label[:8]}-{next(self._ids)}", self.v or 0, move)
                     self.sent[sent.id] = sent
                     self.outstanding = sent

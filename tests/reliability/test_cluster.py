@@ -124,7 +124,8 @@ async def test_games_on_a_cluster_end_and_audit_clean_while_readers_die_and_slot
     try:
         async with httpx.AsyncClient(base_url=one.url, timeout=10) as http:
             urls = [one.ws_url, two.ws_url]
-            tables = await seat_tables(http, urls, tables=3, target=60, spectators=2)
+            # the players think 0.1 s per move so the games last several seconds of churn
+            tables = await seat_tables(http, urls, tables=3, target=60, spectators=2, pause=0.1)
             robots = [r for rs in tables.values() for r in rs]
             stop_churn = asyncio.Event()
             churning = asyncio.create_task(churn(cluster, list(tables), stop_churn))
