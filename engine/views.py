@@ -23,7 +23,7 @@ from typing import Any
 from engine.errors import EngineError, InvalidNotation, InvalidTranscript
 from engine.game import legal_moves
 from engine.kernel import play_tile
-from engine.layout import Ends, Nodes, end_index, end_total
+from engine.layout import End, Ends, Node, Nodes, end_index, end_total
 from engine.moves import move_to_data
 from engine.rounds import heaviest_tile, seat_sides
 from engine.rules import DEFAULT_PRESET, Rules, rules_from_spec
@@ -159,13 +159,13 @@ def views(state: GameState, viewers: Sequence[int | None],
     return out
 
 
-def _layout_item(node: tuple[int, int, str, bool, bool]) -> dict[str, object]:
+def _layout_item(node: Node) -> dict[str, object]:
     tile, parent, side, inner, spinner = node
     return {"tile": NAMES[tile], "parent": parent, "side": side, "inner": inner,
             "spinner": spinner}
 
 
-def _end_item(end: tuple[int, str, int, int, int]) -> dict[str, object]:
+def _end_item(end: End) -> dict[str, object]:
     node, side, value, halves, _ = end
     return {"node": node, "side": side, "value": value, "count": value * halves}
 
