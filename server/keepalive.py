@@ -1,6 +1,5 @@
 """The websocket protocol the server runs under uvicorn: uvicorn's sans-I/O one, with fewer
-pings for sockets whose clients talk, and one system call for what a socket is sent in one
-pass of the event loop.
+pings for sockets whose clients talk.
 
 uvicorn pings every socket every ``WS_PING_INTERVAL_S`` and drops one that does not answer
 within ``WS_PING_TIMEOUT_S``. A message the client has just sent shows that it is there, so
@@ -10,10 +9,6 @@ intervals: a client that sends but does not read is still pinged (it cannot answ
 dropped, at most that many intervals later than with a ping every interval. Players who move
 and chat are pinged once every `PROOF_INTERVALS` intervals instead of every interval; silent
 sockets (spectators) every interval, as before.
-
-A socket's writes go through `Coalescing`: whatever is written to it during one pass of the
-event loop (a move's diff and its `accepted`, a burst of queued frames) reaches the kernel in
-one write, at the end of that pass, in the order written.
 
 Where the installed uvicorn lacks the hooks used here, its own protocol runs unchanged.
 Imports nothing of the server.
@@ -26,52 +21,10 @@ import asyncio
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame
 
-__all__ = ["PROOF_INTERVALS", "Coalescing", "QuietPingProtocol", "protocol_for"]
+__all__ = ["PROOF_INTERVALS", "QuietPingProtocol", "protocol_for"]
 
 PROOF_INTERVALS = 4  # a talking socket still answers a ping at least this often (intervals)
 _HOOKS = ("send_keepalive_ping", "schedule_ping", "handle_pong", "handle_bytes", "handle_text")
-
-
-class Coalescing:
-    """A socket's transport whose writes made in one pass of the event loop go out as one
-    write at the end of the pass (one system call instead of one per frame). Closing sends
-    what is held first; everything else is the transport's own."""
-
-    __slots__ = ("_held", "_loop", "_transport")
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._loop = loop
-        self._held: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        if not data:
-            return
-        if not self._held:
-            self._loop.call_soon(self.flush)
-        self._held.append(data)
-
-    def flush(self) -> None:
-        if not self._held:
-            return
-        data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
-        self._held.clear()
-        if not self._transport.is_closing():
-            self._transport.write(data)
-
-    def close(self) -> None:
-        self.flush()
-        self._transport.close()
-
-    def abort(self) -> None:
-        self._held.clear()
-        self._transport.abort()
-
-    def get_write_buffer_size(self) -> int:
-        return sum(map(len, self._held)) + self._transport.get_write_buffer_size()
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._transport, name)
 
 
 class QuietPingProtocol(WebSocketsSansIOProtocol):
@@ -80,7 +33,6 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
-        self.transport = Coalescing(self.transport, self.loop)  # type: ignore[assignment]
         self.answered_at = self.loop.time()  # a new peer counts as having answered
 
     def handle_bytes(self, event: Frame) -> None:

@@ -1,13 +1,11 @@
-"""The server's websocket protocol (server.keepalive): a socket whose client keeps sending (and
-reading) is pinged every few intervals only, a quiet one every interval, and a peer that does
-not answer is dropped, whether it sends or not; what a socket is sent in one pass of the event
-loop leaves in one write."""
+"""Websocket pings (server.keepalive): a socket whose client keeps sending (and reading) is
+pinged every few intervals only, a quiet one every interval, and a peer that does not answer
+is dropped, whether it sends or not."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import urlsplit
@@ -18,7 +16,6 @@ from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
 from websockets.uri import parse_uri
 
-from server.keepalive import Coalescing
 from tests.server.conftest import running
 from tests.support.servers import ServiceProcess, create_table
 
@@ -155,57 +152,3 @@ async def test_a_peer_that_does_not_answer_pings_is_dropped(redis_url: str) -> N
             client.protocol.data_to_send()  # its pongs are never sent
         assert client.pings >= 1
         assert client.closed
-
-
-# ---- Coalescing: what a socket is sent in one pass of the loop goes out in one write ----------
-
-
-@contextlib.asynccontextmanager
-async def coalesced_pair() -> AsyncIterator[tuple[Coalescing, socket.socket]]:
-    """A real transport on one end of a socket pair, wrapped; the other end, non-blocking."""
-    ours, theirs = socket.socketpair()
-    theirs.setblocking(False)
-    loop = asyncio.get_running_loop()
-    transport, _ = await loop.create_connection(asyncio.Protocol, sock=ours)
-    try:
-        yield Coalescing(transport, loop), theirs
-    finally:
-        transport.abort()
-        theirs.close()
-
-
-def received(peer: socket.socket) -> bytes:
-    try:
-        return peer.recv(65536)
-    except BlockingIOError:
-        return b"<nothing>"
-
-
-async def test_writes_in_one_pass_leave_together_at_its_end_in_order() -> None:
-    async with coalesced_pair() as (transport, peer):
-        transport.write(b"diff;")
-        transport.write(b"")
-        transport.write(b"accepted;")
-        assert transport.get_write_buffer_size() == len(b"diff;accepted;")
-        assert received(peer) == b"<nothing>"  # held until the pass ends
-        await asyncio.sleep(0.05)
-        assert received(peer) == b"diff;accepted;"
-        assert transport.get_write_buffer_size() == 0
-        transport.write(b"next")  # a later pass: a write of its own
-        await asyncio.sleep(0.05)
-        assert received(peer) == b"next"
-
-
-async def test_closing_sends_what_is_held_first_and_aborting_drops_it() -> None:
-    async with coalesced_pair() as (transport, peer):
-        transport.write(b"close frame")
-        transport.close()
-        assert transport.is_closing()
-        await asyncio.sleep(0.05)
-        assert received(peer) == b"close frame"
-        assert received(peer) == b""  # then the end of the stream
-    async with coalesced_pair() as (transport, peer):
-        transport.write(b"never sent")
-        transport.abort()
-        await asyncio.sleep(0.05)
-        assert received(peer) == b""
