@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 
 from server import ratings, text
 from server.archive import DELETED_PLAYER
-from server.db import DB_DOWN
+from server.db import DB_DOWN, Pool, Queries
 from server.fairness import owner_key
 from server.identity import (
     GUEST_COOKIE,
@@ -118,7 +118,7 @@ def _state(request: Request) -> AppState:
     return app_state(request.app)
 
 
-def _db(request: Request) -> Any:
+def _db(request: Request) -> Pool:
     return pool(_state(request))
 
 
@@ -150,7 +150,7 @@ def _clear_cookie(request: Request, response: Response, name: str = COOKIE) -> N
                            secure=request.url.scheme in ("https", "wss"))
 
 
-async def _new_session(request: Request, conn: Any, player_id: int) -> str:
+async def _new_session(request: Request, conn: Queries, player_id: int) -> str:
     session_id = secrets.token_urlsafe(32)
     await conn.execute(
         "INSERT INTO sessions (id_hash, player_id, expires_at) "

@@ -33,7 +33,7 @@ from typing import Any
 
 from server import bot_worker
 from server.archive import PG_ERRORS, ArchiveUnavailable, unavailable, unknown_game
-from server.db import Postgres
+from server.db import Pool, Postgres
 from server.metrics import Metrics
 from server.store import TABLE_ID
 from server.tables import invite_matches
@@ -86,7 +86,7 @@ class Analyst:
         """How long a job is held: time for the whole budget on a busy machine."""
         return max(60.0, 3 * self.budget_ms / 1000)
 
-    def _pg(self) -> Any:
+    def _pg(self) -> Pool:
         pool = self.postgres.pool
         if pool is None:
             raise ArchiveUnavailable

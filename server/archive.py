@@ -40,7 +40,7 @@ import asyncpg  # type: ignore[import-untyped]  # ships no type hints
 from redis.exceptions import RedisError
 
 from server import ratings, seasons
-from server.db import Postgres
+from server.db import Pool, Postgres, Queries
 from server.record import FINISHED, TableRecord
 from server.rejected import Rejected
 from server.stats import seat_stats
@@ -153,7 +153,7 @@ def seat_outcomes(record: TableRecord) -> list[str]:
     return [outcomes[side_of[seat]] for seat in range(record.config.players)]
 
 
-async def score_season(conn: Any, record: TableRecord, accounts: Mapping[int, int],
+async def score_season(conn: Queries, record: TableRecord, accounts: Mapping[int, int],
                        ended: datetime.datetime, months: int) -> None:
     """Add a rated game to its players' scores in the season of its end (server.seasons), in
     the caller's transaction."""
@@ -188,7 +188,7 @@ def seat_rows(record: TableRecord, transcript: Mapping[str, Any], ended_ms: int,
     return rows
 
 
-async def rate_game(conn: Any, record: TableRecord, accounts: Mapping[int, int],
+async def rate_game(conn: Queries, record: TableRecord, accounts: Mapping[int, int],
                     ended: datetime.datetime) -> list[dict[str, Any] | None]:
     """Update the ratings of a rated game's players (in the caller's transaction) and return
     the changes by seat ({"seat", "before", "after", "provisional"}; None for a seat whose
@@ -253,7 +253,7 @@ class Archive:
         self.archived = 0  # games this process wrote (for tests and logs)
         self.analysis_wakeup = asyncio.Event()  # set for each game written (server.analysis)
 
-    def _pool(self) -> Any:
+    def _pool(self) -> Pool:
         pool = self.postgres.pool
         if pool is None:
             raise ArchiveUnavailable

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg  # type: ignore[import-untyped]  # ships no type hints
 
@@ -28,6 +30,39 @@ DB_DOWN = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
            asyncpg.CannotConnectNowError, asyncpg.TooManyConnectionsError,
            asyncpg.ConnectionDoesNotExistError, OSError, TimeoutError)
 """The failures that mean PostgreSQL is not reachable now (answered 503 ``unavailable``)."""
+
+
+class Queries(Protocol):
+    """What the server asks of an asyncpg pool or connection (asyncpg ships no type hints;
+    rows are asyncpg Records)."""
+
+    async def execute(self, query: str, *args: object) -> str: ...
+
+    async def fetch(self, query: str, *args: object) -> list[Any]: ...
+
+    async def fetchrow(self, query: str, *args: object) -> Any: ...
+
+    async def fetchval(self, query: str, *args: object) -> Any: ...
+
+
+class Connection(Queries, Protocol):
+    """An asyncpg connection."""
+
+    async def executemany(self, command: str, args: Iterable[Sequence[object]]) -> None: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[object]: ...
+
+    async def close(self) -> None: ...
+
+
+class Pool(Queries, Protocol):
+    """An asyncpg pool."""
+
+    def acquire(self) -> AbstractAsyncContextManager[Connection]: ...
+
+    async def close(self) -> None: ...
+
+    def terminate(self) -> None: ...
 
 BOOKKEEPING = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -62,7 +97,7 @@ def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
 
 
 async def migrate(
-    conn: asyncpg.Connection, migrations: list[Migration] | None = None
+    conn: Connection, migrations: list[Migration] | None = None
 ) -> list[int]:
     """Apply the migrations not applied yet, in order; returns the versions applied now.
 
@@ -98,12 +133,12 @@ async def migrate_url(url: str, connect_timeout_s: float = 10.0) -> list[int]:
         await conn.close()
 
 
-async def open_pool(url: str, *, connect_timeout_s: float = 5.0, max_size: int = 10) -> Any:
+async def open_pool(url: str, *, connect_timeout_s: float = 5.0, max_size: int = 10) -> Pool:
     """An asyncpg pool on ``url`` after the migrations are applied."""
     await migrate_url(url, connect_timeout_s)
-    pool = await asyncpg.create_pool(url, min_size=1, max_size=max_size,
-                                     timeout=connect_timeout_s,
-                                     command_timeout=30)
+    pool: Pool | None = await asyncpg.create_pool(url, min_size=1, max_size=max_size,
+                                                  timeout=connect_timeout_s,
+                                                  command_timeout=30)
     assert pool is not None
     return pool
 
@@ -116,7 +151,7 @@ class Postgres:
 
     def __init__(self, url: str | None, *, retry_max_s: float = 10.0) -> None:
         self.url = url
-        self.pool: asyncpg.Pool | None = None
+        self.pool: Pool | None = None
         self.retry_max_s = retry_max_s
         self._task: asyncio.Task[None] | None = None
 

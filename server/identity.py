@@ -17,7 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.db import DB_DOWN
+from server.db import DB_DOWN, Pool
 from server.rejected import Rejected
 from server.seams import AppState, app_state
 from server.store import player_key
@@ -64,7 +64,7 @@ def unavailable() -> Rejected:
     return Rejected("unavailable", "accounts are unavailable, try again later", status=503)
 
 
-def pool(state: AppState) -> Any:
+def pool(state: AppState) -> Pool:
     """The PostgreSQL pool, or 503 ``unavailable`` while the database is down."""
     found = state.postgres.pool
     if found is None:

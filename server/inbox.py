@@ -34,7 +34,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from server import protocol
 from server.connection import Connection
-from server.db import DB_DOWN
+from server.db import DB_DOWN, Queries
 from server.identity import SESSION_COOKIE, session_hash
 from server.limits import TokenBucket
 from server.logs import event
@@ -65,7 +65,7 @@ async def publish(redis: redis.asyncio.Redis, player_id: int,
     await publish_notice(redis, player_id, notice)
 
 
-async def unread_total(db: Any, player_id: int) -> int:
+async def unread_total(db: Queries, player_id: int) -> int:
     """How many messages the player has not read (``db``: a pool or a connection)."""
     return int(await db.fetchval(UNREAD_SQL, player_id))
 

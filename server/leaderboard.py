@@ -18,7 +18,7 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]  # ships no type hints
 
-from server.db import Postgres
+from server.db import Postgres, Queries
 from server.ratings import PROVISIONAL_GAMES
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ SELECT rank, rating, games FROM boards WHERE family = $1 AND player_id = $2
 """
 
 
-async def top(conn: Any, family: str, *, limit: int = 100) -> list[dict[str, Any]]:
+async def top(conn: Queries, family: str, *, limit: int = 100) -> list[dict[str, Any]]:
     """The first ``limit`` players of ``family``'s board, each {"rank", "name", "rating",
     "games"}, ranked 1..n in board order (equal ratings still get consecutive ranks, the lower
     player id first), as of the last refresh. A player deleted since then is left out (their
@@ -55,7 +55,7 @@ async def top(conn: Any, family: str, *, limit: int = 100) -> list[dict[str, Any
              "games": row["games"]} for row in rows]
 
 
-async def rank_of(conn: Any, family: str, player_id: int) -> dict[str, Any] | None:
+async def rank_of(conn: Queries, family: str, player_id: int) -> dict[str, Any] | None:
     """``player_id``'s {"rank", "rating", "games"} on ``family``'s board (the rank `top` gives
     them) as of the last refresh, or None when they are not on it: unrated in the family,
     provisional or inactive."""
@@ -65,7 +65,7 @@ async def rank_of(conn: Any, family: str, player_id: int) -> dict[str, Any] | No
     return {"rank": int(row["rank"]), "rating": row["rating"], "games": row["games"]}
 
 
-async def refresh(conn: Any) -> None:
+async def refresh(conn: Queries) -> None:
     """Rebuild the boards snapshot without blocking its readers (CONCURRENTLY); a view never
     populated (created WITH NO DATA) cannot be refreshed so and is refreshed plainly."""
     populated = await conn.fetchval(

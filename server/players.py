@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 
 from server import leaderboard, ratings, seasons
 from server.archive import DELETED_PLAYER
+from server.db import Queries
 from server.identity import Identity, identify, pool
 from server.rejected import Rejected
 from server.seams import app_state
@@ -49,7 +50,7 @@ def unknown_player(name: str) -> Rejected:
     return Rejected("unknown_player", f"no player {name!r}", status=404)
 
 
-async def shown_player(identity: Identity, family: str, conn: Any) -> dict[str, Any]:
+async def shown_player(identity: Identity, family: str, conn: Queries) -> dict[str, Any]:
     """What a table shows of an account's seat: its name and its rating in ``family``."""
     row = await conn.fetchrow("SELECT rating, games FROM ratings "
                               "WHERE player_id = $1 AND family = $2", identity.player_id, family)
@@ -59,7 +60,7 @@ async def shown_player(identity: Identity, family: str, conn: Any) -> dict[str, 
             "provisional": ratings.provisional(games)}
 
 
-async def _player(conn: Any, name: str) -> Any:
+async def _player(conn: Queries, name: str) -> Any:
     if not USERNAME.fullmatch(name):
         raise unknown_player(name)
     row = await conn.fetchrow("SELECT id, username, created_at FROM players "
@@ -131,7 +132,7 @@ def decode_cursor(cursor: str) -> tuple[datetime.datetime, str]:
     return ended, game_id
 
 
-async def _games(conn: Any, player_id: int, limit: int,
+async def _games(conn: Queries, player_id: int, limit: int,
                  after: tuple[datetime.datetime, str] | None) -> tuple[list[dict[str, Any]],
                                                                       str | None]:
     ended, game_id = after if after is not None else (_FAR_FUTURE, "")
@@ -195,7 +196,7 @@ GROUP BY family, preset ORDER BY family, count(*) DESC, preset
 """
 
 
-async def stats(conn: Any, player_id: int) -> dict[str, dict[str, Any]]:
+async def stats(conn: Queries, player_id: int) -> dict[str, dict[str, Any]]:
     """A player's statistics per family, over every archived game they played."""
     found: dict[str, dict[str, Any]] = {}
     for row in await conn.fetch(_STATS, player_id):
@@ -221,7 +222,7 @@ async def stats(conn: Any, player_id: int) -> dict[str, dict[str, Any]]:
     return found
 
 
-async def _ratings(conn: Any, player_id: int) -> dict[str, dict[str, Any]]:
+async def _ratings(conn: Queries, player_id: int) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for row in await conn.fetch("SELECT family, rating, games FROM ratings "
                                 "WHERE player_id = $1 ORDER BY family", player_id):

@@ -136,7 +136,7 @@ class TableRecord:
         }
         game = _map_header(deal[0] + len(play)) + deal[1] + _pairs(play)
         return b"".join([_map_header(head[0] + len(rest) + 1), head[1], _pairs(rest),
-                         msgpack.packb("game"), game])
+                         _GAME_KEY, game])
 
     @classmethod
     def from_blob(cls, blob: bytes) -> TableRecord:
@@ -291,6 +291,7 @@ class TableRecord:
 
 _ENCODED: OrderedDict[int, tuple[object, tuple[object, ...], int, bytes]] = OrderedDict()
 ENCODED_KEPT = 4096  # entries of `_encoded_once`: two per table a process writes
+_GAME_KEY = bytes(msgpack.packb("game"))  # the state blob's last key, encoded once
 
 
 def _map_header(n: int) -> bytes:

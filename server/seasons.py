@@ -20,6 +20,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from server.db import Queries
+
 SEASON_MONTHS = (1, 2, 3, 4, 6, 12)  # the lengths a season may have: divisors of a year
 POINTS = {"win": 2, "draw": 1, "loss": 0}
 STREAK_BONUS = 1  # for a win when the streak before it is at least STREAK_FROM
@@ -65,7 +67,7 @@ def season_points(outcome: str, streak: int) -> tuple[int, int]:
     return POINTS[outcome], 0
 
 
-async def score_game(conn: Any, season: str, family: str, outcomes: Mapping[int, str],
+async def score_game(conn: Queries, season: str, family: str, outcomes: Mapping[int, str],
                      at: datetime.datetime) -> dict[int, tuple[int, int]]:
     """Add one rated game to its players' season scores (in the caller's transaction):
     ``outcomes`` player id -> win, draw or loss. Returns player id -> (points earned, streak
@@ -96,7 +98,7 @@ async def score_game(conn: Any, season: str, family: str, outcomes: Mapping[int,
     return earned
 
 
-async def board(conn: Any, season: str, family: str,
+async def board(conn: Queries, season: str, family: str,
                 limit: int = BOARD_SIZE) -> list[dict[str, Any]]:
     """The first ``limit`` players of a season's board: {"rank", "name", "points", "games",
     "wins"}, ranked 1..n (ties broken as the module says)."""
@@ -109,7 +111,7 @@ async def board(conn: Any, season: str, family: str,
             for rank, row in enumerate(rows, start=1)]
 
 
-async def standing(conn: Any, season: str, family: str,
+async def standing(conn: Queries, season: str, family: str,
                    player_id: int) -> dict[str, Any] | None:
     """A player's {"rank", "points", "games", "wins", "streak"} in a season, None if they
     played no rated game of the family in it."""
@@ -123,7 +125,7 @@ async def standing(conn: Any, season: str, family: str,
     return {key: int(row[key]) for key in ("rank", "points", "games", "wins", "streak")}
 
 
-async def past_finishes(conn: Any, player_id: int, current: str) -> list[dict[str, Any]]:
+async def past_finishes(conn: Queries, player_id: int, current: str) -> list[dict[str, Any]]:
     """A player's top-PROFILE_RANKS finishes in seasons before ``current``, newest first:
     [{"season", "family", "rank", "points"}]."""
     rows = await conn.fetch(

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 
 from server import inbox
 from server.accounts import players_api
+from server.db import Queries
 from server.identity import changing, current_player, pool
 from server.lobby import read_json
 from server.players import unknown_player  # also the answer to a player who is blocked
@@ -72,7 +73,7 @@ async def _spend(request: Request, kind: str, player_id: int, limit: int) -> Non
                        retry_after=left)
 
 
-async def _player(db: Any, name: str) -> Any:
+async def _player(db: Queries, name: str) -> Any:
     """The account named ``name`` (any case): its id and username, else 404."""
     if not USERNAME.fullmatch(name):
         raise unknown_player(name)
@@ -83,7 +84,7 @@ async def _player(db: Any, name: str) -> Any:
     return row
 
 
-async def _blocks(db: Any, me: int, other: int) -> tuple[bool, bool]:
+async def _blocks(db: Queries, me: int, other: int) -> tuple[bool, bool]:
     """(whether ``me`` blocked ``other``, whether ``other`` blocked ``me``)."""
     rows = await db.fetch("SELECT blocker FROM blocks WHERE (blocker = $1 AND blocked = $2) "
                           "OR (blocker = $2 AND blocked = $1)", me, other)
@@ -91,7 +92,7 @@ async def _blocks(db: Any, me: int, other: int) -> tuple[bool, bool]:
     return me in blockers, other in blockers
 
 
-async def _reachable(db: Any, me: dict[str, Any], name: str, what: str) -> Any:
+async def _reachable(db: Queries, me: dict[str, Any], name: str, what: str) -> Any:
     """The account ``name`` that ``me`` may follow, message or invite (``what``): 404 for an
     unknown name and for a player who blocked ``me``; 403 for one ``me`` blocked."""
     other = await _player(db, name)
