@@ -1,5 +1,5 @@
 """One websocket connection's outgoing side: a send queue bounded in frames and in bytes,
-drained by a writer task.
+drained by a writer task, or written at once when nothing waits.
 
 Owns: the per-connection queue and its rules (the close codes and the frames themselves are
 server.protocol's; `Close` and `pack` are re-exported here). The server never waits on a slow
@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.websockets import WebSocket
 
+from server.keepalive import send_now_of
 from server.logs import event
 from server.metrics import Metrics
 from server.protocol import Close, pack
@@ -40,10 +41,14 @@ class Connection:
     bytes wait (so the list holds at most `byte_limit` plus one frame). A writer task exists
     only while there is something to send: it is started in the session's task group when
     frames arrive and ends when the list is empty, so an idle socket costs no task (and no
-    asyncio.Queue, ~3 KB)."""
+    asyncio.Queue, ~3 KB). An answer that finds the list empty and no writer running is
+    written at once instead, when the server's websocket protocol offers it (keepalive.SEND_NOW)
+    and the transport takes it: the same order, without a task. Chat always waits in the list,
+    so a burst of chat is still thinned for a socket that falls behind."""
 
     __slots__ = (
-        "address", "audience", "byte_limit", "close_reason", "closing", "finished", "grace_s",
+        "address", "audience", "byte_limit", "close_reason", "closing", "direct", "finished",
+        "grace_s",
         "group", "id", "limit", "metrics", "pending", "presence", "queued", "refill", "seat",
         "sync_at", "sync_since", "table", "token_hash", "token_version", "version", "watchdog",
         "websocket", "writer",
@@ -77,6 +82,8 @@ class Connection:
         self.sync_since: int | None = None  # the lowest `since` of syncs waiting for the cooldown
         self.group: asyncio.TaskGroup | None = None  # the session's, while it runs
         self.writer: asyncio.Task[None] | None = None
+        # Writes one frame at once, or says it cannot (False): keepalive.QuietPingProtocol's.
+        self.direct = send_now_of(getattr(websocket, "scope", None))
         self.finished = False
         # Called when a requested close has not completed in time (a peer that reads nothing).
         self.watchdog: Callable[[], None] | None = None
@@ -102,6 +109,11 @@ class Connection:
             self.metrics.send_queue_depth.observe(depth)
             self.metrics.send_queue_bytes.observe(self.queued)
 
+    def _send_now(self, frame: bytes) -> bool:
+        """Write `frame` at once if nothing is waiting or being written before it."""
+        return (self.writer is None and not self.pending and self.group is not None
+                and self.refill is None and self.direct is not None and self.direct(frame))
+
     def has_room(self, frames: int, size: int) -> bool:
         """Whether `frames` answers of `size` bytes in all fit without dropping anything (an
         empty queue takes them whatever their size)."""
@@ -120,6 +132,8 @@ class Connection:
         if self.closing is not None:
             return False
         self._sample()
+        if self._send_now(frame):
+            return True
         if self._full():
             self._evict_chat()
             if self._full():

@@ -10,21 +10,35 @@ dropped, at most that many intervals later than with a ping every interval. Play
 and chat are pinged once every `PROOF_INTERVALS` intervals instead of every interval; silent
 sockets (spectators) every interval, as before.
 
-Where the installed uvicorn lacks the hooks used here, its own protocol runs unchanged.
-Imports nothing of the server.
+It also lets the server write a binary frame without the ASGI layers (`send_now`, offered to
+the application as the scope extension ``SEND_NOW``): when the socket is open and its transport
+is not paused, the frame is written at once, as uvicorn's own ``websocket.send`` would write it,
+without a message dict, an awaited event and the middleware's wrappers; otherwise the caller
+falls back to the ASGI ``send``, which waits for the transport.
+
+Where the installed uvicorn lacks the hooks used here, its own protocol runs unchanged (and no
+``SEND_NOW`` is offered). Imports nothing of the server.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import cast
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import InvalidState
 from websockets.frames import Frame
+from websockets.http11 import Request
 
-__all__ = ["PROOF_INTERVALS", "QuietPingProtocol", "protocol_for"]
+__all__ = ["PROOF_INTERVALS", "SEND_NOW", "QuietPingProtocol", "protocol_for", "send_now_of"]
 
 PROOF_INTERVALS = 4  # a talking socket still answers a ping at least this often (intervals)
-_HOOKS = ("send_keepalive_ping", "schedule_ping", "handle_pong", "handle_bytes", "handle_text")
+_HOOKS = ("send_keepalive_ping", "schedule_ping", "handle_pong", "handle_bytes", "handle_text",
+          "handle_connect")
+_STATE = ("handshake_complete", "close_sent", "initial_response", "disconnected", "writable",
+          "conn", "transport")
+SEND_NOW = "dominoes.send_now"  # the scope extension: a callable (bytes) -> bool
 
 
 class QuietPingProtocol(WebSocketsSansIOProtocol):
@@ -34,6 +48,27 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self.answered_at = self.loop.time()  # a new peer counts as having answered
+
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)
+        if scope is not None and all(hasattr(self, name) for name in _STATE):
+            extensions = cast(dict[str, object], scope.setdefault("extensions", {}))
+            extensions[SEND_NOW] = self.send_now
+
+    def send_now(self, data: bytes) -> bool:
+        """Write `data` as one binary frame now, if the handshake is done, no close was sent,
+        the peer is connected and the transport takes more; False (nothing written) if not."""
+        if not self.handshake_complete or self.close_sent or self.initial_response is not None \
+                or self.disconnected or not self.writable.is_set() \
+                or self.transport.is_closing():
+            return False
+        try:
+            self.conn.send_binary(data)
+        except InvalidState:
+            return False
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        return True
 
     def handle_bytes(self, event: Frame) -> None:
         self.heard = True
@@ -60,6 +95,13 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
             self.schedule_ping()
             return
         super().send_keepalive_ping()
+
+
+def send_now_of(scope: object) -> Callable[[bytes], bool] | None:
+    """The `send_now` a connection's ASGI scope offers, or None."""
+    extensions = scope.get("extensions") if isinstance(scope, dict) else None
+    found = extensions.get(SEND_NOW) if isinstance(extensions, dict) else None
+    return cast(Callable[[bytes], bool], found) if callable(found) else None
 
 
 def protocol_for(name: str) -> str | type[asyncio.Protocol]:

@@ -1,0 +1,128 @@
+"""The direct write of server.keepalive (`send_now`, the scope extension SEND_NOW), under a real
+uvicorn on a real socket: frames written at once arrive intact and in order among those sent
+through ASGI, nothing is written once a close was sent, and a transport that holds writes back
+(a peer that does not read) makes it refuse rather than buffer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket
+from websockets.asyncio.client import connect
+from websockets.client import ClientProtocol
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
+from websockets.uri import parse_uri
+
+from server.keepalive import QuietPingProtocol, protocol_for, send_now_of
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def serving(endpoint: Callable[[WebSocket], Awaitable[None]]) -> AsyncIterator[str]:
+    async def route(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await endpoint(websocket)
+
+    app = Starlette(routes=[WebSocketRoute("/ws", route)])
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, ws=protocol_for("websockets-sansio"),
+                            log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 (uvicorn offers no event to wait on)
+        await asyncio.sleep(0.01)
+    try:
+        yield f"ws://127.0.0.1:{port}/ws"
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def test_the_server_protocol_offers_send_now() -> None:
+    assert protocol_for("websockets-sansio") is QuietPingProtocol
+    offered: list[bool] = []
+
+    async def endpoint(websocket: WebSocket) -> None:
+        offered.append(send_now_of(websocket.scope) is not None)
+        await websocket.send_bytes(b"done")
+
+    async with serving(endpoint) as url, connect(url) as client:
+        assert await client.recv() == b"done"
+    assert offered == [True]
+    assert send_now_of({"extensions": {}}) is None
+    assert send_now_of(None) is None
+
+
+async def test_frames_written_at_once_arrive_in_order_among_asgi_sends() -> None:
+    results: list[bool] = []
+
+    async def endpoint(websocket: WebSocket) -> None:
+        send_now = send_now_of(websocket.scope)
+        assert send_now is not None
+        for n in range(30):
+            if n % 3 == 0:
+                await websocket.send_bytes(b"asgi %d" % n)
+            else:
+                results.append(send_now(b"now %d " % n + bytes(range(256)) * n))
+        await websocket.close(1000)
+        results.append(send_now(b"after the close"))
+
+    async with serving(endpoint) as url, connect(url) as client:
+        got = [message async for message in client]
+    assert results == [True] * 20 + [False]
+    expected = [b"asgi %d" % n if n % 3 == 0 else b"now %d " % n + bytes(range(256)) * n
+                for n in range(30)]
+    assert got == expected
+
+
+async def test_a_peer_that_does_not_read_makes_send_now_refuse() -> None:
+    refused = asyncio.Event()
+    written: list[int] = []
+    frame = b"x" * 4096
+
+    async def endpoint(websocket: WebSocket) -> None:
+        send_now = send_now_of(websocket.scope)
+        assert send_now is not None
+        while len(written) < 10_000:  # 40 MB: far beyond any socket's buffers
+            if not send_now(frame):
+                refused.set()
+                break
+            written.append(len(frame))
+            await asyncio.sleep(0)
+        await websocket.send_bytes(b"last")  # waits for the transport, then goes out
+
+    async with serving(endpoint) as url:
+        # A client that reads the handshake's answer and then nothing, with a tiny window.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        sock.connect(("127.0.0.1", int(url.split(":")[2].split("/")[0])))
+        sock.setblocking(False)
+        reader, writer = await asyncio.open_connection(sock=sock)
+        client = ClientProtocol(parse_uri(url), max_size=None)
+        client.send_request(client.connect())
+        for data in client.data_to_send():
+            writer.write(data)
+        while client.state is State.CONNECTING:
+            client.receive_data(await reader.read(65536))
+        assert client.state is State.OPEN
+        await asyncio.wait_for(refused.wait(), 30)
+        assert 0 < len(written) < 10_000
+        got: list[bytes] = []
+        while len(got) < len(written) + 1:  # now it reads everything
+            client.receive_data(await asyncio.wait_for(reader.read(65536), 10))
+            got.extend(bytes(event.data) for event in client.events_received()
+                       if isinstance(event, Frame) and event.opcode is Opcode.BINARY)
+        writer.close()
+    assert got == [frame] * len(written) + [b"last"]
