@@ -87,6 +87,35 @@ async def test_frames_written_at_once_arrive_in_order_among_asgi_sends() -> None
     assert got == expected
 
 
+async def test_one_payload_fanned_out_reaches_every_socket_intact() -> None:
+    senders: list[Callable[[bytes], bool]] = []
+    done = asyncio.Event()
+
+    async def endpoint(websocket: WebSocket) -> None:
+        send_now = send_now_of(websocket.scope)
+        assert send_now is not None
+        senders.append(send_now)
+        await done.wait()
+        await websocket.close(1000)
+
+    shared, small = b"\x01" * 70_000, b"seat's own"  # a 64-bit length, then a 7-bit one
+    async with serving(endpoint) as url:
+        clients = [await connect(url, max_size=None) for _ in range(3)]
+        while len(senders) < 3:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        for round_ in range(3):
+            for n, send_now in enumerate(senders):
+                assert send_now(shared)
+                if n == 1:
+                    assert send_now(small + bytes([round_]))
+            assert all(send_now(bytearray(b"mutable")) for send_now in senders)
+        done.set()
+        got = [[message async for message in client] for client in clients]
+    plain = [shared, b"mutable"] * 3
+    with_own = [m for r in range(3) for m in (shared, small + bytes([r]), b"mutable")]
+    assert sorted(got, key=len) == [plain, plain, with_own]  # which socket is which: any
+
+
 async def test_a_peer_that_does_not_read_makes_send_now_refuse() -> None:
     refused = asyncio.Event()
     written: list[int] = []
