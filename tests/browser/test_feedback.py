@@ -249,6 +249,10 @@ def test_a_tile_with_two_ends_shows_a_ghost_at_each_and_a_ghost_click_plays_ther
                     "v => document.querySelector('.table-page').dataset.v !== v", arg=before
                 )
             continue
+        if page.locator(".hand button").count() < 2:  # its last tile: the hand would end
+            page.locator(".buttons .end-choice").first.click()
+            wait_past(page, before)
+            continue
         ghosts = page.locator(".board .ghost-tile")
         ends = page.locator(".buttons .end-choice").count()
         assert 1 <= ghosts.count() <= ends
