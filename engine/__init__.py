@@ -16,6 +16,7 @@ is engine.cli, the only part that reads or writes files or the terminal.
 
 from engine.commitment import commitment
 from engine.data import (
+    past_from_data,
     past_to_data,
     play_to_data,
     state_from_data,
@@ -42,7 +43,7 @@ from engine.moves import Draw, Move, Pass, Play, move_from_data, move_to_data
 from engine.playout import GREEDY, RANDOM, finish_hand, play_out_hand
 from engine.rounds import Settlement
 from engine.rules import DEFAULT_PRESET, PRESETS, Rules, rules_from_spec
-from engine.state import GameState, HandResult
+from engine.state import GameState, HandResult, RoundRecord
 from engine.tiles import TILES, Tile
 from engine.transcript import replay, replay_views, to_transcript, walk
 from engine.verify import verify
@@ -65,6 +66,7 @@ __all__ = [
     "Move",
     "Pass",
     "Play",
+    "RoundRecord",
     "Rules",
     "Settlement",
     "Tile",
@@ -80,6 +82,7 @@ __all__ = [
     "move_from_data",
     "move_to_data",
     "new_game",
+    "past_from_data",
     "past_to_data",
     "play_out_hand",
     "play_to_data",

@@ -6,7 +6,8 @@ Imports only engine modules.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from itertools import chain
+from typing import Any, cast
 
 from engine.errors import EngineError, InvalidTranscript
 from engine.rounds import seat_sides
@@ -76,21 +77,24 @@ def play_to_data(state: GameState) -> dict[str, Any]:
     }
 
 
+_INT = {int}  # the one type a stored integer may have (not bool, not float)
+
+
 def _ints(items: Any) -> tuple[int, ...]:
     out = tuple(items)
-    if not all(type(i) is int for i in out):
+    if not set(map(type, out)) <= _INT:
         raise TypeError("expected integers")
     return out
 
 
 def _log(items: Any) -> tuple[LogEntry, ...]:
-    out = []
-    for item in items:
-        entry = _ints(item)
-        if len(entry) != 6:
-            raise ValueError("a log entry has 6 fields")
-        out.append((entry[0], entry[1], entry[2], entry[3], entry[4], entry[5]))
-    return tuple(out)
+    # Checked as a whole (every entry 6 integers long): a state holds every move of the game.
+    out = tuple(map(tuple, items))
+    if not set(map(len, out)) <= {6}:
+        raise ValueError("a log entry has 6 fields")
+    if not set(map(type, chain.from_iterable(out))) <= _INT:
+        raise TypeError("expected integers")
+    return cast(tuple[LogEntry, ...], out)
 
 
 def _result(d: Any) -> HandResult | None:
@@ -100,18 +104,30 @@ def _result(d: Any) -> HandResult | None:
                       tuple(_ints(h) for h in d["hands"]), _ints(d["totals"]))
 
 
-def state_from_data(data: Mapping[str, Any]) -> GameState:
-    """Rebuild the state `state_to_data` described (raises `InvalidTranscript` bad_state)."""
+def past_from_data(items: Any) -> tuple[RoundRecord, ...]:
+    """The finished rounds `past_to_data` wrote (raises `InvalidTranscript` bad_state)."""
+    try:
+        return tuple(
+            RoundRecord(tuple(_ints(h) for h in r["hands"]), _ints(r["boneyard"]),
+                        int(r["leader"]), _log(r["moves"]), _result(r["result"]))
+            for r in items
+        )
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise InvalidTranscript("bad_state", f"not a stored game state: {exc}") from exc
+
+
+def state_from_data(data: Mapping[str, Any],
+                    past: tuple[RoundRecord, ...] | None = None) -> GameState:
+    """Rebuild the state `state_to_data` described (raises `InvalidTranscript` bad_state).
+    ``past``: its finished rounds, already rebuilt by `past_from_data` from what was stored
+    apart (``data`` then needs no ``past``)."""
     try:
         if data["format"] != FORMAT:
             raise ValueError(f"format must be {FORMAT}")
         rules = rules_from_spec(data["rules"], data["players"])
         sides, side_of = seat_sides(rules)
-        past = tuple(
-            RoundRecord(tuple(_ints(h) for h in r["hands"]), _ints(r["boneyard"]),
-                        int(r["leader"]), _log(r["moves"]), _result(r["result"]))
-            for r in data["past"]
-        )
+        if past is None:
+            past = past_from_data(data["past"])
         table = Table(
             rules=rules, seed=int(data["seed"]), round=int(data["round"]),
             leader=int(data["leader"]), lead_from=_ints(data["lead_from"]),

@@ -10,6 +10,7 @@ only the transcript of the finished game reveals the seed and salt (never the bo
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from server.table_config import TableConfig
 
 SPECTATORS = "s"
 WAITING, PLAYING, FINISHED = "waiting", "playing", "finished"
+PAST_CACHE = 1024  # finished rounds of this many table rounds kept decoded (`_finished_rounds`)
 STANDIN_BOT = "greedy"  # plays for a seat whose player left a game in progress
 
 
@@ -141,13 +143,13 @@ class TableRecord:
     @classmethod
     def from_blob(cls, blob: bytes) -> TableRecord:
         data = msgpack.unpackb(blob)
-        if isinstance(data["game"].get("past"), bytes):
-            data["game"]["past"] = msgpack.unpackb(data["game"]["past"])
+        past = data["game"].get("past")
+        rounds = _finished_rounds(past) if isinstance(past, bytes) else None
         return cls(
             id=data["id"], config=TableConfig.from_data(data["config"]),
             created_ms=data["created"], seed=data["seed"], status=data["status"],
             seats=tuple(Seat(**seat) for seat in data["seats"]),
-            game=engine.state_from_data(data["game"]),
+            game=engine.state_from_data(data["game"], rounds),
             clock=clocks.ClockState.from_data(data["clock"]) if data["clock"] else None,
             result=data["result"], invite_hash=data["invite"],
             salt=data.get("salt"), bot_secret=data.get("bot_secret"),
@@ -292,6 +294,14 @@ class TableRecord:
 _ENCODED: OrderedDict[int, tuple[object, tuple[object, ...], int, bytes]] = OrderedDict()
 ENCODED_KEPT = 4096  # entries of `_encoded_once`: two per table a process writes
 _GAME_KEY = bytes(msgpack.packb("game"))  # the state blob's last key, encoded once
+
+
+@functools.lru_cache(maxsize=PAST_CACHE)
+def _finished_rounds(encoded: bytes) -> tuple[engine.RoundRecord, ...]:
+    """The finished rounds a state blob stores as one binary field (`to_blob`), rebuilt once
+    for all the blobs of a round that carry the same bytes: a process that starts a move from
+    a state another process committed (its notice) decodes only what the round changed."""
+    return engine.past_from_data(msgpack.unpackb(encoded))
 
 
 def _map_header(n: int) -> bytes:

@@ -8,6 +8,7 @@ from engine import (
     Draw,
     IllegalMove,
     InvalidNotation,
+    InvalidTranscript,
     Pass,
     Play,
     Tile,
@@ -16,6 +17,7 @@ from engine import (
     move_from_data,
     move_to_data,
     new_game,
+    past_from_data,
     redact_events,
     state_from_data,
     state_to_data,
@@ -116,6 +118,30 @@ def test_state_round_trips_through_plain_data() -> None:
         assert state.turn is not None
         state, _ = apply(state, state.turn, legal_moves(state)[0])
         assert state_from_data(state_to_data(state)) == state
+
+
+def test_a_stored_state_with_a_malformed_move_log_is_refused() -> None:
+    state = new_game("all-fives", 2, 4)
+    while not state.table.past or len(state.log) < 2:  # a finished round, and moves in this one
+        assert state.turn is not None
+        state, _ = apply(state, state.turn, legal_moves(state)[0])
+    good = state_to_data(state)
+    assert past_from_data(good["past"]) == state.table.past
+    assert state_from_data(good) == state
+    assert state_from_data(dict(good, past=[]), state.table.past) == state
+    entry = list(good["log"][0])
+    for bad in ([*entry[:5], True], [*entry[:5], 1.0], [*entry[:5], None], entry[:5],
+                [*entry, 0], 7):
+        for where in ("log", "past"):
+            data = dict(good, log=[bad, *good["log"][1:]])
+            if where == "past":
+                first = dict(good["past"][0], moves=[bad, *good["past"][0]["moves"][1:]])
+                data = dict(good, past=[first, *good["past"][1:]])
+            with pytest.raises(InvalidTranscript) as info:
+                state_from_data(data)
+            assert info.value.code == "bad_state", (where, bad)
+    with pytest.raises(InvalidTranscript):
+        past_from_data([{"hands": [[1, True]]}])
 
 
 def test_draw_events_are_redacted_for_other_seats() -> None:
