@@ -195,6 +195,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     try:
         async with asyncio.TaskGroup() as group:
             group.create_task(hub.run(stop))
+            group.create_task(metrics.watch_loop(stop))
             group.create_task(me_sockets.run(stop))
             group.create_task(service.run_deadlines(stop, settings))
             group.create_task(matchmaking.run(shared, process_id, stop))

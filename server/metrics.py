@@ -5,6 +5,8 @@ Owns: metric names and the `/metrics` rendering. Must not import the rest of the
 
 from __future__ import annotations
 
+import asyncio
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -15,6 +17,7 @@ from prometheus_client import (
 )
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5)
+LOOP_LAG_INTERVAL_S = 0.25  # how often the event loop's lag is measured (`watch_loop`)
 
 
 class Metrics:
@@ -102,6 +105,13 @@ class Metrics:
             "dominoes_analyses", "Games the post-game analysis finished, by status (done,"
             " failed)", ["status"], registry=r
         )
+        self.loop_lag = Histogram(
+            "dominoes_loop_lag_seconds",
+            "How late the event loop ran a timer (every 0.25 s): the time every socket and table"
+            " of the process waited behind the work before it",
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5),
+            registry=r,
+        )
         self.analysis_cpu = Counter(
             "dominoes_analysis_cpu_seconds", "CPU seconds the post-game analysis spent",
             registry=r
@@ -109,3 +119,14 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    async def watch_loop(self, stop: asyncio.Event,
+                         interval_s: float = LOOP_LAG_INTERVAL_S) -> None:
+        """Until `stop` is set: every `interval_s`, how much later than asked the loop woke
+        this task (`loop_lag`). A callback or task that holds the loop shows here as lag, and
+        as that much added to every answer and frame due meanwhile."""
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            due = loop.time() + interval_s
+            await asyncio.sleep(interval_s)
+            self.loop_lag.observe(max(0.0, loop.time() - due))
