@@ -26,7 +26,6 @@ from server.table_config import TableConfig
 
 SPECTATORS = "s"
 WAITING, PLAYING, FINISHED = "waiting", "playing", "finished"
-PAST_CACHE = 1024  # finished rounds of this many table rounds kept decoded (`_finished_rounds`)
 STANDIN_BOT = "greedy"  # plays for a seat whose player left a game in progress
 
 
@@ -294,6 +293,7 @@ class TableRecord:
 _ENCODED: OrderedDict[int, tuple[object, tuple[object, ...], int, bytes]] = OrderedDict()
 ENCODED_KEPT = 4096  # entries of `_encoded_once`: two per table a process writes
 _GAME_KEY = bytes(msgpack.packb("game"))  # the state blob's last key, encoded once
+PAST_CACHE = 1024  # entries of `_finished_rounds`: one per table and round read from a blob
 
 
 @functools.lru_cache(maxsize=PAST_CACHE)
