@@ -5,7 +5,8 @@
 Plays whole games of random legal moves through the table record (as `TableService.play` does)
 and times, per move: `engine.apply`, building every audience's document, diffing each against
 the previous one, encoding the frames, and encoding the state blob and (when it changed) the
-lobby summary for the commit.
+lobby summary for the commit; and, for a process that starts a move from the state another
+process committed (its notice), decoding that state blob.
 Prints one JSON line of microseconds per move (CPU time, best of 3 passes) and the bytes
 written per move. Asserts nothing.
 """
@@ -112,7 +113,12 @@ def main() -> None:
         after.to_blob()
         lobby_meta(before, after)
 
-    sizes = [len(after.to_blob()) for states in runs for after in states[1:]]
+    stored = {id(after): after.to_blob() for states in runs for after in states[1:]}
+
+    def decode(before: TableRecord, after: TableRecord, memo: dict[str, Any]) -> None:
+        TableRecord.from_blob(stored[id(after)])
+
+    sizes = [len(blob) for blob in stored.values()]
     print(json.dumps({
         "bench": "move_path", "preset": args.preset, "players": args.players, "moves": moves,
         "apply_us": cpu_us(apply, runs, moves),
@@ -120,6 +126,7 @@ def main() -> None:
         "diff_us": cpu_us(diffs, runs, moves),
         "frames_us": cpu_us(frames, runs, moves),
         "state_and_summary_blobs_us": cpu_us(blobs, runs, moves),
+        "state_decode_us": cpu_us(decode, runs, moves),
         "state_blob_bytes_mean": round(sum(sizes) / len(sizes)),
     }))
 
