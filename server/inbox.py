@@ -35,6 +35,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from server import protocol
 from server.connection import Connection
 from server.db import DB_DOWN, Queries
+from server.fanout.tasks import guarded
 from server.identity import SESSION_COOKIE, session_hash
 from server.limits import TokenBucket
 from server.logs import event
@@ -279,24 +280,14 @@ class Inbox:
         """Read the pub/sub and renew presence until ``stop`` is set."""
         try:
             async with asyncio.TaskGroup() as group:
-                reader = group.create_task(_guarded(self._read_loop()))
-                refresher = group.create_task(_guarded(self._refresh_loop()))
+                reader = group.create_task(guarded(self._read_loop(), "inbox task"))
+                refresher = group.create_task(guarded(self._refresh_loop(), "inbox task"))
                 await stop.wait()
                 reader.cancel()
                 refresher.cancel()
         finally:
             with contextlib.suppress(RedisError, OSError):
                 await self.pubsub.aclose()  # type: ignore[no-untyped-call]  # untyped
-
-
-async def _guarded(coro: Any) -> None:
-    """A background loop's failure is logged; it never takes the process down."""
-    try:
-        await coro
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        event("inbox task failed", level=logging.ERROR, exc=True)
 
 
 # ---- one socket ------------------------------------------------------------------------------
@@ -482,7 +473,7 @@ class MeSocket:
             self.conn.send_message(protocol.pong(n if ok else None))
 
 
-def inbox_of(state_holder: Any) -> Inbox | None:
+def inbox_of(state_holder: object) -> Inbox | None:
     """The Inbox the lifespan put on ``app.state`` (None before it ran)."""
     found = getattr(state_holder, INBOX_ATTRIBUTE, None)
     return found if isinstance(found, Inbox) else None

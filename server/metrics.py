@@ -1,6 +1,7 @@
 """Prometheus metrics of one server process (a registry per app, so tests can build many apps).
 
-Owns: metric names and the `/metrics` rendering. Must not import the rest of the server.
+Owns: metric names, the `/metrics` rendering, and the measure of the event loop's lag
+(`Metrics.watch_loop`). Must not import the rest of the server.
 """
 
 from __future__ import annotations

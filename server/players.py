@@ -60,7 +60,9 @@ async def shown_player(identity: Identity, family: str, conn: Queries) -> dict[s
             "provisional": ratings.provisional(games)}
 
 
-async def _player(conn: Queries, name: str) -> Any:
+async def player_row(conn: Queries, name: str) -> Any:
+    """The account named ``name`` (any case): its id, username and creation time, else 404
+    ``unknown_player`` (an asyncpg Record)."""
     if not USERNAME.fullmatch(name):
         raise unknown_player(name)
     row = await conn.fetchrow("SELECT id, username, created_at FROM players "
@@ -158,7 +160,7 @@ async def player_games(request: Request) -> Response:
     cursor = request.query_params.get("cursor")
     after = decode_cursor(cursor) if cursor else None
     db = pool(app_state(request.app))
-    player = await _player(db, request.path_params["name"])
+    player = await player_row(db, request.path_params["name"])
     games, following = await _games(db, player["id"], limit, after)
     return JSONResponse({"games": games, "next": following})
 
@@ -244,7 +246,7 @@ async def _ratings(conn: Queries, player_id: int) -> dict[str, dict[str, Any]]:
 async def profile(request: Request) -> Response:
     """``GET /api/players/{name}``."""
     db = pool(app_state(request.app))
-    player = await _player(db, request.path_params["name"])
+    player = await player_row(db, request.path_params["name"])
     async with db.acquire() as conn:
         recent, _ = await _games(conn, player["id"], RECENT, None)
         body = {"name": player["username"], "joined": _ms(player["created_at"]),

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import secrets
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -183,7 +183,7 @@ class Scheduler:
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=get_context("spawn"))
 
-    def _keep(self, awaitable: Any) -> None:
+    def _keep(self, awaitable: Awaitable[object]) -> None:
         """Run ``awaitable`` in the background; its failure is only logged."""
 
         async def guarded() -> None:

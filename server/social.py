@@ -27,12 +27,12 @@ from server.accounts import players_api
 from server.db import Queries
 from server.identity import changing, current_player, pool
 from server.lobby import read_json
-from server.players import unknown_player  # also the answer to a player who is blocked
+from server.players import player_row, unknown_player  # also the answer to a blocked player
 from server.protocol import MAX_CHAT
 from server.rejected import Rejected
 from server.seams import AppState, app_state
 from server.store import player_key
-from server.text import USERNAME, chat_text
+from server.text import chat_text
 
 WINDOW_S = 60  # the rate limits count per minute
 MAX_FOLLOWING = 200  # players one account may follow at once
@@ -73,17 +73,6 @@ async def _spend(request: Request, kind: str, player_id: int, limit: int) -> Non
                        retry_after=left)
 
 
-async def _player(db: Queries, name: str) -> Any:
-    """The account named ``name`` (any case): its id and username, else 404."""
-    if not USERNAME.fullmatch(name):
-        raise unknown_player(name)
-    row = await db.fetchrow("SELECT id, username FROM players WHERE lower(username) = lower($1)",
-                            name)
-    if row is None:
-        raise unknown_player(name)
-    return row
-
-
 async def _blocks(db: Queries, me: int, other: int) -> tuple[bool, bool]:
     """(whether ``me`` blocked ``other``, whether ``other`` blocked ``me``)."""
     rows = await db.fetch("SELECT blocker FROM blocks WHERE (blocker = $1 AND blocked = $2) "
@@ -95,7 +84,7 @@ async def _blocks(db: Queries, me: int, other: int) -> tuple[bool, bool]:
 async def _reachable(db: Queries, me: dict[str, Any], name: str, what: str) -> Any:
     """The account ``name`` that ``me`` may follow, message or invite (``what``): 404 for an
     unknown name and for a player who blocked ``me``; 403 for one ``me`` blocked."""
-    other = await _player(db, name)
+    other = await player_row(db, name)
     if other["id"] == me["id"]:
         raise Rejected("bad_request", f"you cannot {what} yourself", status=400)
     mine, theirs = await _blocks(db, me["id"], other["id"])
@@ -143,7 +132,7 @@ async def unfollow(request: Request) -> Response:
     me = await _me(request, change=True)
     await _spend(request, "follow", me["id"], _state(request).settings.follow_rate)
     db = pool(_state(request))
-    other = await _player(db, request.path_params["name"])
+    other = await player_row(db, request.path_params["name"])
     await db.execute("DELETE FROM follows WHERE follower = $1 AND followee = $2",
                      me["id"], other["id"])
     return Response(status_code=204)
@@ -194,7 +183,7 @@ async def block(request: Request) -> Response:
     me = await _me(request, change=True)
     await _spend(request, "follow", me["id"], _state(request).settings.follow_rate)
     db = pool(_state(request))
-    other = await _player(db, request.path_params["name"])
+    other = await player_row(db, request.path_params["name"])
     if other["id"] == me["id"]:
         raise Rejected("bad_request", "you cannot block yourself", status=400)
     async with db.acquire() as conn, conn.transaction():
@@ -211,7 +200,7 @@ async def unblock(request: Request) -> Response:
     me = await _me(request, change=True)
     await _spend(request, "follow", me["id"], _state(request).settings.follow_rate)
     db = pool(_state(request))
-    other = await _player(db, request.path_params["name"])
+    other = await player_row(db, request.path_params["name"])
     await db.execute("DELETE FROM blocks WHERE blocker = $1 AND blocked = $2",
                      me["id"], other["id"])
     return Response(status_code=204)
@@ -327,7 +316,7 @@ async def conversation(request: Request) -> Response:
     me = await _me(request)
     before, limit = _page(request)
     db = pool(_state(request))
-    other = await _player(db, request.path_params["name"])
+    other = await player_row(db, request.path_params["name"])
     low, high = sorted((me["id"], other["id"]))
     rows = await db.fetch(
         "SELECT id, sender, body, sent_at FROM messages "
@@ -344,7 +333,7 @@ async def mark_read(request: Request) -> Response:
     """``POST /api/messages/{name}/read``: their messages to the account are read."""
     me = await _me(request, change=True)
     db = pool(_state(request))
-    other = await _player(db, request.path_params["name"])
+    other = await player_row(db, request.path_params["name"])
     async with db.acquire() as conn:
         changed = await conn.execute(
             "UPDATE messages SET read_at = now() WHERE recipient = $1 AND sender = $2 "

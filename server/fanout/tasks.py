@@ -25,14 +25,15 @@ def redis_error(metrics: Metrics, exc: BaseException, table_id: str | None) -> N
     event("redis error", level=logging.WARNING, table=table_id, error=repr(exc))
 
 
-async def guarded(coro: Job) -> None:
-    """A background job's failure is logged; it never takes the hub down."""
+async def guarded(coro: Job, what: str = "hub task") -> None:
+    """A background job's failure is logged (as ``what`` failed); it never takes the hub, or
+    whatever runs it, down."""
     try:
         await coro
     except asyncio.CancelledError:
         raise
     except Exception:
-        event("hub task failed", level=logging.ERROR, exc=True)
+        event(f"{what} failed", level=logging.ERROR, exc=True)
 
 
 class Background:
