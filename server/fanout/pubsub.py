@@ -38,6 +38,7 @@ from redis.retry import Retry
 from server.fanout.tasks import guarded, redis_error
 from server.logs import event
 from server.metrics import Metrics
+from server.redis_link import PubSubLink
 from server.store import PROCESS_CHANNEL, CommitNotice, TableKeys, committed_notice
 
 PUBSUB_CLIENT_NAME = "dominoes-pubsub-{pid}"  # every pub/sub connection's CLIENT SETNAME
@@ -76,9 +77,12 @@ def _connected(pubsub: PubSub) -> bool:
     return connection is not None and bool(connection.is_connected)
 
 
-async def _close(pubsub: PubSub) -> None:
+async def _close(pubsub: PubSub | PubSubLink) -> None:
     with contextlib.suppress(RedisError, OSError):
-        await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+        if isinstance(pubsub, PubSubLink):
+            await pubsub.aclose()
+        else:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
 
 
 class Shard:
@@ -241,11 +245,14 @@ class Subscriber:
 
     # ---- the classic connection ------------------------------------------------------------
 
-    def _new_pubsub(self) -> PubSub:
+    def _new_pubsub(self) -> PubSub | PubSubLink:
         pool = getattr(self.redis, "connection_pool", None)
         if pool is None:  # Redis Cluster: the process channel's pub/sub picks a node by itself
             return self.redis.pubsub()
-        return _own_pubsub(pool.connection_class, pool.connection_kwargs)
+        # Every notice of a table another process commits arrives here: read with hiredis
+        # where the connection allows (server.redis_link), else with redis-py.
+        link = PubSubLink.of(self.redis, PUBSUB_CLIENT_NAME.format(pid=os.getpid()))
+        return link or _own_pubsub(pool.connection_class, pool.connection_kwargs)
 
     async def _renew_pubsub(self, *, subscribe: bool) -> None:
         """Replace the classic pub/sub after an error and (when asked) subscribe it again to the

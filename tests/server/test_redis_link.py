@@ -1,0 +1,102 @@
+"""The hiredis pub/sub link (server.redis_link.PubSubLink) against a real Redis: what redis-py's
+pub/sub would give the process's reader, its name, authentication, and a lost connection."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from server.redis_link import PubSubLink
+
+
+@contextlib.asynccontextmanager
+async def link_to(url: str, name: str | None = None) -> AsyncIterator[PubSubLink]:
+    client = redis.asyncio.Redis.from_url(url)
+    link = PubSubLink.of(client, name)
+    assert link is not None
+    try:
+        yield link
+    finally:
+        await link.aclose()
+        await client.aclose()
+
+
+async def test_messages_and_confirmations_arrive_as_redis_py_gives_them(
+        redis_url: str, redis_client: redis.asyncio.Redis) -> None:
+    async with link_to(redis_url) as link:
+        assert not link.subscribed
+        await link.subscribe("one", "two")
+        assert link.subscribed
+        assert await link.get_message(timeout=5) == {
+            "type": "subscribe", "pattern": None, "channel": b"one", "data": 1}
+        assert await link.get_message(timeout=5) == {
+            "type": "subscribe", "pattern": None, "channel": b"two", "data": 2}
+        assert await redis_client.publish("two", b"\x00bytes\xff") == 1
+        assert await redis_client.publish("one", "second") == 1
+        assert await link.get_message(timeout=5) == {
+            "type": "message", "pattern": None, "channel": b"two", "data": b"\x00bytes\xff"}
+        assert await link.get_message(timeout=5) == {
+            "type": "message", "pattern": None, "channel": b"one", "data": b"second"}
+        assert await link.get_message(timeout=0.2) is None  # nothing more within the wait
+        await link.unsubscribe("one")
+        assert await link.get_message(timeout=5) == {
+            "type": "unsubscribe", "pattern": None, "channel": b"one", "data": 1}
+        assert await redis_client.publish("one", "unheard") == 0
+        await link.unsubscribe("two")
+        assert not link.subscribed
+        assert (await link.get_message(timeout=5) or {})["type"] == "unsubscribe"
+
+
+async def test_the_connection_is_named_and_a_lost_one_is_reported(
+        redis_url: str, redis_client: redis.asyncio.Redis) -> None:
+    async with link_to(redis_url, "reader-name") as link:
+        await link.subscribe("chan")
+        assert (await link.get_message(timeout=5) or {})["type"] == "subscribe"
+        assert await redis_client.publish("chan", "before") == 1
+        killed = await redis_client.client_kill_filter(_type="pubsub", skipme=True)
+        assert killed == 1
+        # what arrived before the loss is read first, then the loss is an error, every time
+        assert (await link.get_message(timeout=5) or {}).get("data") == b"before"
+        for _ in range(2):
+            with pytest.raises(RedisConnectionError):
+                await link.get_message(timeout=5)
+        with pytest.raises(RedisConnectionError):
+            await link.subscribe("again")
+        with pytest.raises(RedisConnectionError):
+            await link.unsubscribe("chan")
+    async with link_to(redis_url, "reader-name") as link:
+        await link.subscribe("chan")
+        names = [c["name"] for c in await redis_client.client_list(_type="pubsub")]
+        assert names == ["reader-name"]
+
+
+async def test_it_authenticates_selects_its_database_and_reports_a_refusal(
+        redis_url: str, redis_client: redis.asyncio.Redis) -> None:
+    await redis_client.acl_setuser("reader", enabled=True, passwords=["+secret"],
+                                   keys=["*"], channels=["*"], commands=["+@all"])
+    try:
+        base = redis_url.split("://", 1)[1].split("/", 1)[0]
+        async with link_to(f"redis://reader:secret@{base}/3") as link:
+            await link.subscribe("chan")
+            assert (await link.get_message(timeout=5) or {})["type"] == "subscribe"
+            assert await redis_client.publish("chan", "to the reader") == 1
+            assert (await link.get_message(timeout=5) or {}).get("data") == b"to the reader"
+        async with link_to(f"redis://reader:wrong@{base}/0") as link:
+            with pytest.raises(RedisConnectionError, match="refused AUTH"):
+                await link.subscribe("chan")
+            assert not link.subscribed
+    finally:
+        await redis_client.acl_deluser("reader")
+
+
+async def test_a_redis_that_cannot_be_reached_is_a_connection_error() -> None:
+    async with link_to("redis://127.0.0.1:1/0") as link:
+        with pytest.raises(RedisConnectionError):
+            await link.subscribe("chan")
+        assert not link.subscribed
+        with pytest.raises(RedisConnectionError):
+            await link.get_message(timeout=0.1)
