@@ -101,11 +101,8 @@ class CommitLink:
     def of(cls, client: redis.asyncio.Redis) -> CommitLink | None:
         """A link to the server ``client`` talks to, or None where redis-py must stay (a
         cluster, TLS or any other connection class)."""
-        pool = getattr(client, "connection_pool", None)
-        if pool is None or pool.connection_class not in (Connection, UnixDomainSocketConnection):
-            return None
-        return cls(dict(pool.connection_kwargs),
-                   pool.connection_class is UnixDomainSocketConnection)
+        args = _connection_args(client)
+        return None if args is None else cls(*args)
 
     async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Arg]) -> Any:
         """Run a script by its digest; a Redis that does not have it (restarted, flushed)
@@ -149,6 +146,15 @@ class CommitLink:
 
     async def _open(self, loop: asyncio.AbstractEventLoop) -> _Protocol:
         return await _open(self._kwargs, self._unix, loop)
+
+
+def _connection_args(client: redis.asyncio.Redis) -> tuple[dict[str, Any], bool] | None:
+    """redis-py's connection arguments of ``client`` and whether they name a Unix socket, or
+    None for a connection this module does not make (a cluster, TLS, any other class)."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is None or pool.connection_class not in (Connection, UnixDomainSocketConnection):
+        return None
+    return dict(pool.connection_kwargs), pool.connection_class is UnixDomainSocketConnection
 
 
 async def _open(kw: dict[str, Any], unix: bool, loop: asyncio.AbstractEventLoop,
@@ -209,8 +215,8 @@ class PubSubLink:
     def of(cls, client: redis.asyncio.Redis, name: str | None = None) -> PubSubLink | None:
         """A link to the server ``client`` talks to, or None where redis-py must stay (see
         `CommitLink.of`)."""
-        link = CommitLink.of(client)
-        return None if link is None else cls(link._kwargs, link._unix, name)
+        args = _connection_args(client)
+        return None if args is None else cls(*args, name)
 
     @property
     def subscribed(self) -> bool:

@@ -2,11 +2,12 @@
 local tables, one reader per connection, and each connection's renewal after an error.
 
 On a single Redis one classic pub/sub connection holds everything: the process channel and every
-local table's channels (SUBSCRIBE). On Redis Cluster the tables' channels are shard channels
-(SSUBSCRIBE; their names carry the table's hash tag, so they live in the table's own slot and
-SPUBLISH keeps a notice on that slot's primary): one `Shard` connection per primary that serves a
-local table, placed by the cluster client's slot map; the process channel stays classic on a
-connection of its own.
+local table's channels (SUBSCRIBE); it is read with hiredis directly (server.redis_link
+`PubSubLink`) unless the connection is one that module does not make (TLS). On Redis Cluster
+the tables' channels are shard channels (SSUBSCRIBE; their names carry the table's hash tag, so
+they live in the table's own slot and SPUBLISH keeps a notice on that slot's primary): one
+`Shard` connection per primary that serves a local table, placed by the cluster client's slot
+map; the process channel stays classic on a connection of its own.
 
 Owns: channel -> (kind, table id), table -> shard, the turns of subscribe and unsubscribe
 commands, the renewals, the following of a slot that moved (Redis ends the shard subscriptions
@@ -79,10 +80,7 @@ def _connected(pubsub: PubSub) -> bool:
 
 async def _close(pubsub: PubSub | PubSubLink) -> None:
     with contextlib.suppress(RedisError, OSError):
-        if isinstance(pubsub, PubSubLink):
-            await pubsub.aclose()
-        else:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+        await pubsub.aclose()
 
 
 class Shard:
