@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,26 +28,27 @@ from typing import Any
 import msgpack
 import redis.asyncio
 from redis.asyncio.client import PubSub
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from redis.retry import Retry
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from server import protocol
 from server.connection import Connection
 from server.db import DB_DOWN, Queries
+from server.fanout.pubsub import reader_pubsub
 from server.fanout.tasks import guarded
 from server.identity import SESSION_COOKIE, session_hash
 from server.limits import TokenBucket
 from server.logs import event
 from server.metrics import Metrics
 from server.protocol import Close
+from server.redis_link import PubSubLink
 from server.seams import AppState, app_state
 from server.store import inbox_channel, online_key, publish_notice
 
 PRESENCE_TTL_S = 60.0  # a process's presence entry for a player lasts this long ...
 PRESENCE_REFRESH_S = 20.0  # ... and is renewed this often while it holds a socket of theirs
 SUBSCRIBE_WAIT_S = 5.0  # how long a new socket waits for its channel's subscription
+INBOX_CLIENT_NAME = "dominoes-inbox-{pid}"  # the inbox pub/sub connection's CLIENT SETNAME
 LOG_IN_FIRST = int(Close.LOG_IN_FIRST)
 INBOX_PREFIX = "inbox:"
 INBOX_ATTRIBUTE = "inbox"  # the attribute of Starlette's ``app.state`` that holds the Inbox
@@ -211,22 +213,15 @@ class Inbox:
 
     # ---- the pub/sub -----------------------------------------------------------------------
 
-    def _new_pubsub(self) -> PubSub:
-        """A pub/sub on a connection of its own that never reconnects by itself (as the hub's,
-        server.fanout.pubsub): the reader renews it after an error."""
-        pool = getattr(self.redis, "connection_pool", None)
-        if pool is None:  # Redis Cluster: its pub/sub picks a node by itself
-            return self.redis.pubsub()
-        kwargs = {**pool.connection_kwargs, "retry": Retry(NoBackoff(), 0)}
-        kwargs.pop("retry_on_error", None)
-        own = redis.asyncio.ConnectionPool(connection_class=pool.connection_class,
-                                           max_connections=1, **kwargs)
-        return redis.asyncio.Redis(connection_pool=own).pubsub()
+    def _new_pubsub(self) -> PubSub | PubSubLink:
+        """A pub/sub that never reconnects by itself (as the hub's, server.fanout.pubsub): the
+        reader renews it after an error."""
+        return reader_pubsub(self.redis, INBOX_CLIENT_NAME.format(pid=os.getpid()))
 
     async def _renew(self) -> None:
         old, self.pubsub = self.pubsub, self._new_pubsub()
         with contextlib.suppress(RedisError, OSError):
-            await old.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+            await old.aclose()
         async with self._subscribing:
             if self.subscribed:
                 await self.pubsub.subscribe(*(inbox_channel(p) for p in self.subscribed))
@@ -287,7 +282,7 @@ class Inbox:
                 refresher.cancel()
         finally:
             with contextlib.suppress(RedisError, OSError):
-                await self.pubsub.aclose()  # type: ignore[no-untyped-call]  # untyped
+                await self.pubsub.aclose()
 
 
 # ---- one socket ------------------------------------------------------------------------------

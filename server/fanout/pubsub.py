@@ -61,16 +61,27 @@ class Listener(Protocol):
 
 
 def _own_pubsub(connection_class: type[aioredis.Connection],
-                connection_kwargs: dict[str, Any]) -> PubSub:
+                connection_kwargs: dict[str, Any], name: str) -> PubSub:
     """A pub/sub on a connection of its own that never reconnects by itself: redis-py's own
     reconnect inside a read can race a concurrent subscribe and leave those subscriptions on a
     second socket that nobody reads. Its reader renews it instead."""
-    kwargs = {**connection_kwargs, "retry": Retry(NoBackoff(), 0),
-              "client_name": PUBSUB_CLIENT_NAME.format(pid=os.getpid())}
+    kwargs = {**connection_kwargs, "retry": Retry(NoBackoff(), 0), "client_name": name}
     kwargs.pop("retry_on_error", None)
     pool = aioredis.ConnectionPool(connection_class=connection_class, max_connections=1,
                                    **kwargs)
     return aioredis.Redis(connection_pool=pool).pubsub()
+
+
+def reader_pubsub(redis: aioredis.Redis, name: str) -> PubSub | PubSubLink:
+    """A classic pub/sub for a reader that renews it after an error, its connection named
+    ``name`` (CLIENT SETNAME): read with hiredis where server.redis_link makes the connection,
+    else redis-py's on a connection of its own (`_own_pubsub`); on a cluster, redis-py's
+    cluster pub/sub, which picks a node by itself."""
+    pool = getattr(redis, "connection_pool", None)
+    if pool is None:
+        return redis.pubsub()
+    return PubSubLink.of(redis, name) or _own_pubsub(pool.connection_class,
+                                                     pool.connection_kwargs, name)
 
 
 def _connected(pubsub: PubSub) -> bool:
@@ -102,7 +113,8 @@ class Shard:
         self.closed = False
 
     def new_pubsub(self) -> PubSub:
-        return _own_pubsub(self.node.connection_class, self.node.connection_kwargs)
+        return _own_pubsub(self.node.connection_class, self.node.connection_kwargs,
+                           PUBSUB_CLIENT_NAME.format(pid=os.getpid()))
 
 
 class Subscriber:
@@ -244,13 +256,8 @@ class Subscriber:
     # ---- the classic connection ------------------------------------------------------------
 
     def _new_pubsub(self) -> PubSub | PubSubLink:
-        pool = getattr(self.redis, "connection_pool", None)
-        if pool is None:  # Redis Cluster: the process channel's pub/sub picks a node by itself
-            return self.redis.pubsub()
-        # Every notice of a table another process commits arrives here: read with hiredis
-        # where the connection allows (server.redis_link), else with redis-py.
-        link = PubSubLink.of(self.redis, PUBSUB_CLIENT_NAME.format(pid=os.getpid()))
-        return link or _own_pubsub(pool.connection_class, pool.connection_kwargs)
+        # Every notice of a table another process commits arrives here (single Redis).
+        return reader_pubsub(self.redis, PUBSUB_CLIENT_NAME.format(pid=os.getpid()))
 
     async def _renew_pubsub(self, *, subscribe: bool) -> None:
         """Replace the classic pub/sub after an error and (when asked) subscribe it again to the

@@ -86,9 +86,11 @@ async def until(condition: Any, wait_s: float = 5.0) -> None:
         await asyncio.sleep(0.01)
 
 
-async def kill_pubsub(client: redis.asyncio.Redis, pid: int) -> int:
-    """Kill the pub/sub connections of the server process `pid`; how many there were."""
-    name = PUBSUB_CLIENT_NAME.format(pid=pid).encode()
+async def kill_pubsub(client: redis.asyncio.Redis, pid: int,
+                      named: str = PUBSUB_CLIENT_NAME) -> int:
+    """Kill the pub/sub connections of the server process `pid` (those of its tables, or
+    `named` another name pattern); how many there were."""
+    name = named.format(pid=pid).encode()
     killed = 0
     for line in (await client.execute_command("CLIENT", "LIST")).split(b"\n"):
         fields = dict(f.split(b"=", 1) for f in line.split() if b"=" in f)

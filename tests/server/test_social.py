@@ -14,9 +14,12 @@ import asyncpg
 import httpx
 import msgpack
 import pytest
+import redis.asyncio
 import websockets
 
+from server.inbox import INBOX_CLIENT_NAME
 from tests.server.conftest import FAST, running
+from tests.server.test_notices import kill_pubsub
 from tests.support.servers import GameClient, ServiceProcess, close_code
 from tests.support.web import account, browser, code, eventually
 
@@ -526,3 +529,21 @@ async def test_the_player_socket_closes_once_its_session_has_ended(svc: ServiceP
         assert ended.status_code == 204
         # within one presence refresh (20 s), never to receive another notice
         assert await close_code(sock, wait_s=40.0) == 4008
+
+
+async def test_the_player_socket_hears_messages_again_once_its_pub_sub_is_renewed(
+        svc: ServiceProcess, redis_client: redis.asyncio.Redis) -> None:
+    """The process's inbox pub/sub connection (named for its process) is killed in Redis: its
+    reader renews it and subscribes the player's channel again, so later messages arrive."""
+    async with account(svc, "ann") as ann, account(svc, "bob") as bob:
+        page, _ = await hello_me(svc, bob)
+        assert await kill_pubsub(redis_client, svc.pid, INBOX_CLIENT_NAME) == 1
+
+        async def heard() -> bool:
+            assert (await send(ann, "bob", "are you there")).status_code == 201
+            try:
+                return (await page.recv(1.0))["text"] == "are you there"
+            except TimeoutError:
+                return False
+
+        await eventually(heard, 10)
