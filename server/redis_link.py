@@ -29,6 +29,12 @@ from redis.exceptions import ResponseError
 Arg = str | bytes | int | float  # what hiredis packs into a command
 
 
+PUSHED_HIGH = 1024  # pub/sub messages read ahead of the reader before the socket is paused
+PUSHED_LOW = 256  # ... and resumed once the reader has taken all but this many
+# A reader that falls behind leaves the rest to the socket and to Redis' output buffer for the
+# connection, whose limit (client-output-buffer-limit pubsub) closes it, as with redis-py.
+
+
 class _Protocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.reader = hiredis.Reader(replyError=ResponseError)
@@ -57,6 +63,8 @@ class _Protocol(asyncio.Protocol):
             if not future.done():
                 future.set_result(reply)
         if self.pushed and self.woken is not None:
+            if len(self.pushed) >= PUSHED_HIGH and self.transport is not None:
+                self.transport.pause_reading()  # the rest waits in the socket, then in Redis
             self.woken()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -222,6 +230,12 @@ class PubSubLink:
     def subscribed(self) -> bool:
         return bool(self.channels)
 
+    @property
+    def buffered(self) -> int:
+        """Messages read from the connection and not yet taken (`PUSHED_HIGH` and a read's
+        worth at most: then the socket is paused)."""
+        return len(self._pushed)
+
     async def subscribe(self, *channels: str) -> None:
         """Subscribe (connecting first if this link has not yet); the confirmations arrive as
         messages. Raises redis-py's ConnectionError when Redis cannot be reached."""
@@ -251,6 +265,8 @@ class PubSubLink:
                 self._waiter = None
         if self._pushed:
             reply = self._pushed.popleft()
+            if len(self._pushed) == PUSHED_LOW and protocol.transport is not None:
+                protocol.transport.resume_reading()
             if isinstance(reply, list) and len(reply) == 3 and isinstance(reply[0], bytes):
                 return {"type": reply[0].decode(), "pattern": None, "channel": reply[1],
                         "data": reply[2]}

@@ -3,6 +3,7 @@ pub/sub would give the process's reader, its name, authentication, and a lost co
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -10,7 +11,7 @@ import pytest
 import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from server.redis_link import PubSubLink
+from server.redis_link import PUSHED_HIGH, PubSubLink
 
 
 @contextlib.asynccontextmanager
@@ -100,3 +101,24 @@ async def test_a_redis_that_cannot_be_reached_is_a_connection_error() -> None:
         assert not link.subscribed
         with pytest.raises(RedisConnectionError):
             await link.get_message(timeout=0.1)
+
+
+async def test_a_reader_that_falls_behind_leaves_the_rest_in_the_socket_and_misses_nothing(
+        redis_url: str, redis_client: redis.asyncio.Redis) -> None:
+    sent = 6 * PUSHED_HIGH
+    async with link_to(redis_url) as link:
+        await link.subscribe("chan")
+        assert (await link.get_message(timeout=5) or {})["type"] == "subscribe"
+        async with redis_client.pipeline(transaction=False) as pipe:
+            for n in range(sent):
+                pipe.publish("chan", b"%d" % n + b"." * 200)
+            await pipe.execute()
+        await asyncio.sleep(0.5)  # the link reads what it will while nobody takes anything
+        assert PUSHED_HIGH <= link.buffered < 2 * PUSHED_HIGH
+        got = []
+        while len(got) < sent:
+            message = await link.get_message(timeout=5)
+            assert message is not None, f"{len(got)} of {sent}"
+            got.append(int(message["data"].rstrip(b".")))
+        assert got == list(range(sent))
+        assert await link.get_message(timeout=0.1) is None
