@@ -8,11 +8,15 @@ Side A sees the true `GameState` (every hand and the boneyard's order); every ot
 the `greedy` bot (engine.bots `choose_move("greedy", view(state, seat), ...)`, as in
 `engine match`). The deals, seatings, per-hand scoring (`--unit hand`: A beats a side when it
 gains more points in the hand, bonus included; ties count a half) and the Wilson interval are
-engine.cli.match's own. Two levels of A:
+engine.cli.match's own. Three levels of A:
 
 - `oracle1`: every legal play scored by engine.bots.search `outcome` on the true deal (the
   strong bot's evaluation and objective, `WIN` included, with perfect information instead of
   sampled deals); the best, ties to greedy's order. Strong with no hidden tiles.
+- `hands`: strong's evaluation knowing every hand but not the boneyard's order: every play's
+  `outcome` averaged over `--hand-deals` shuffles of the boneyard (the same shuffles for every
+  play), so what it lacks against `oracle1` is what no reading of the other seats can give.
+  Without a boneyard it is `oracle1`.
 - `oracle`: the best response to greedy. Greedy seats are deterministic and the boneyard's
   order is known, so the rest of the hand follows from A's side's own choices (partners
   included); a depth-first search over those choices alone, every step through the engine's
@@ -42,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -56,9 +61,10 @@ from engine.kernel import play_tile
 from engine.moves import Move, Play
 from engine.playout import CAUTIOUS, finish_hand, greedy_key, greedy_points
 from engine.state import GameState
-from engine.views import view
+from engine.views import view, with_hidden
 
-LEVELS = ("oracle", "oracle1")
+LEVELS = ("oracle", "oracle1", "hands")
+HAND_DEALS = 200
 NODE_CAP = 20_000
 WEAK_CELLS: tuple[tuple[str, int], ...] = (
     ("fives-and-threes", 2), ("fives-and-threes", 3), ("fives-and-threes", 4),
@@ -103,6 +109,30 @@ def hand_value(scores: Sequence[int], base: Sequence[int], a_side: int) -> Value
     others = [g for k, g in enumerate(gains) if k != a_side]
     diff = gains[a_side] - sum(others) / len(others)
     return side_score([float(g) for g in gains], a_side), diff
+
+
+def hands_move(state: GameState, seed: int, deals: int) -> Move:
+    """Strong's evaluation knowing every hand but not the boneyard's order: every play's
+    `outcome` on the same `deals` shuffles of the boneyard (the true hands dealt into each,
+    engine.views `with_hidden`), the best mean under the search's objective, ties to greedy's
+    order. Without a boneyard it is `oracle1_move`."""
+    boneyard = sorted(state.boneyard_tiles)  # its order is what this level may not know
+    if not boneyard:
+        return oracle1_move(state)
+    order = greedy_order(state)
+    plays = [m for m in order if isinstance(m, Play)]
+    if len(plays) <= 1:
+        return order[0]
+    side = state.table.side_of[state.turn or 0]
+    rng = random.Random(seed)
+    totals = [0.0] * len(plays)
+    for _ in range(deals):
+        rng.shuffle(boneyard)
+        dealt = with_hidden(state, state.hand_masks, boneyard)
+        for i, move in enumerate(plays):
+            totals[i] += _objective(outcome(move, dealt), side)
+    best = max(range(len(plays)), key=lambda i: (totals[i], -i))
+    return plays[best]
 
 
 def oracle1_move(state: GameState) -> Move:
@@ -231,6 +261,7 @@ class Task:
     a_seats: tuple[int, ...]
     level: str
     cap: int
+    deals: int = HAND_DEALS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -272,6 +303,9 @@ def play(task: Task) -> Game:
             elif task.level == "oracle1":
                 decisions += 1
                 move = oracle1_move(state)
+            elif task.level == "hands":
+                decisions += 1
+                move = hands_move(state, task.deal_seed * 4099 + moves, task.deals)
             else:
                 decisions += 1
                 if not (exact and plan and plan[0] in legal):
@@ -303,10 +337,10 @@ def play(task: Task) -> Game:
 
 
 def tasks_for(preset: str, players: int, deals: int, seed: int, level: str,
-              cap: int) -> list[Task]:
+              cap: int, hand_deals: int = HAND_DEALS) -> list[Task]:
     """The match's games: every seeded deal once per seating."""
     return [Task(spec=preset, players=players, deal_seed=deal_seed(seed, d), a_seats=seats,
-                 level=level, cap=cap)
+                 level=level, cap=cap, deals=hand_deals)
             for d in range(deals) for seats in seatings(preset, players)]
 
 
@@ -357,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--level", choices=LEVELS, default="oracle")
     parser.add_argument("--node-cap", type=int, default=NODE_CAP,
                         help="positions an oracle search may visit per decision")
+    parser.add_argument("--hand-deals", type=int, default=HAND_DEALS,
+                        help="boneyard shuffles per choice of the `hands` level")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--cells", choices=("weak", "all"), default=None,
                         help="run a list of cells instead of --preset/--players")
@@ -371,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         for preset, players in cells:
             tasks = tasks_for(preset, players, args.deals, args.seed, args.level,
-                              args.node_cap)
+                              args.node_cap, args.hand_deals)
             started = time.perf_counter()
             if pool is not None:
                 games = pool.map(play, tasks, chunksize=1)

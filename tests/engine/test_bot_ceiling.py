@@ -1,6 +1,7 @@
 """bench.bot_ceiling's best response to greedy: at seeded positions, no line of A's side does
 better than the search's, and the search's line, played through `apply` against the greedy
-bot, ends the hand with the result the search predicted."""
+bot, ends the hand with the result the search predicted. Its `hands` level does not read the
+boneyard's order."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
-from bench.bot_ceiling import Solver, Value, hand_value, oracle1_move
+from bench.bot_ceiling import Solver, Value, hand_value, hands_move, oracle1_move
 from engine import GameState, apply, legal_moves, new_game, view
 from engine.bots import choose_move
 from engine.moves import Move
+from engine.views import with_hidden
 
 CASES = [("all-fives", 2, 3, 2), ("fives-and-threes", 3, 5, 2), ("block-penalty", 4, 8, 2),
          ("bergen", 4, 11, 2), ("all-threes", 2, 13, 2), ("block", 3, 18, 1),
@@ -91,3 +93,17 @@ def test_the_best_response_beats_every_other_line(preset: str, players: int, see
                                      lambda s: choose_move("greedy", view(s, s.turn), 0))))
         others.append(result(_finish(state, a_seats, move, oracle1_move)))
     assert all(best >= other for other in others), (best, max(others))
+
+
+@pytest.mark.parametrize(("preset", "players", "seed", "plies"),
+                         [("all-fives", 2, 3, 2), ("all-threes", 2, 13, 2), ("draw", 2, 9, 1)])
+def test_the_hands_level_does_not_know_the_boneyards_order(preset: str, players: int,
+                                                           seed: int, plies: int) -> None:
+    state = _position(preset, players, seed, plies)
+    boneyard = list(state.boneyard_tiles)
+    assert len(boneyard) > 2
+    chosen = hands_move(state, 5, 40)
+    assert chosen in legal_moves(state)
+    for order in range(4):
+        random.Random(order).shuffle(boneyard)
+        assert hands_move(with_hidden(state, state.hand_masks, boneyard), 5, 40) == chosen
