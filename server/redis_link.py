@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -45,12 +46,14 @@ class _Protocol(asyncio.Protocol):
         # confirmations), and a callback run when one arrives or the connection is lost.
         self.pushed: collections.deque[Any] | None = None
         self.woken: Callable[[], None] | None = None
+        self.heard_at = time.monotonic()  # when the connection last received anything
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         _OPEN.add(self)
 
     def data_received(self, data: bytes) -> None:
+        self.heard_at = time.monotonic()
         self.reader.feed(data)
         while (reply := self.reader.gets()) is not False:
             if not self.waiting:
@@ -188,12 +191,15 @@ async def _open(kw: dict[str, Any], unix: bool, loop: asyncio.AbstractEventLoop,
         setup.append(("SELECT", str(kw["db"])))
     if name:
         setup.append(("CLIENT", "SETNAME", name))
-    for command in setup:
-        reply = await _send(protocol, command)
-        if isinstance(reply, ResponseError):
-            refused = RedisConnectionError(f"Redis refused {command[0]}: {reply}")
-            protocol.fail(refused)
-            raise refused
+    try:
+        for command in setup:
+            reply = await _send(protocol, command)
+            if isinstance(reply, ResponseError):
+                raise RedisConnectionError(f"Redis refused {command[0]}: {reply}")
+    except BaseException as error:  # refused, lost or cancelled: the connection goes
+        protocol.fail(error if isinstance(error, Exception)
+                      else RedisConnectionError("connection setup cancelled"))
+        raise
     return protocol
 
 
@@ -204,8 +210,11 @@ class PubSubLink:
     parses and dispatches each message through its connection, parser and timeout layers).
 
     It connects on its first `subscribe` and never reconnects by itself: once the connection is
-    lost, `get_message` raises ``redis.exceptions.ConnectionError`` and the reader replaces the
-    link (as with redis-py's pub/sub on a connection without retries). Messages come as
+    lost, `get_message` raises ``redis.exceptions.ConnectionError`` (after what arrived before
+    the loss) and the reader replaces the link, subscribing it to every channel again; a
+    `subscribe` meanwhile only records its channels for that. A connection that has received
+    nothing for redis-py's ``health_check_interval`` is sent a PING, and one that does not
+    answer within another interval counts as lost (a peer gone without closing it). Messages come as
     redis-py's: ``{"type": "message", "channel": bytes, "data": bytes, "pattern": None}``, and
     ``"subscribe"``/``"unsubscribe"`` confirmations with the count of subscriptions as data."""
 
@@ -217,6 +226,9 @@ class PubSubLink:
         self._pushed: collections.deque[Any] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
         self._connecting: asyncio.Lock | None = None
+        self._closed = False
+        self._health_s = float(kwargs.get("health_check_interval") or 0)
+        self._pinged_at: float | None = None  # a PING not yet answered, sent then
         self.channels: set[str] = set()  # subscribed (or asked for), by name
 
     @classmethod
@@ -238,8 +250,13 @@ class PubSubLink:
 
     async def subscribe(self, *channels: str) -> None:
         """Subscribe (connecting first if this link has not yet); the confirmations arrive as
-        messages. Raises redis-py's ConnectionError when Redis cannot be reached."""
-        self._write("SUBSCRIBE", channels, await self._connected())
+        messages. Raises redis-py's ConnectionError when the first connection fails; once it
+        is lost, only records the channels (the reader's renewal subscribes them)."""
+        protocol = self._protocol
+        if protocol is None or protocol.lost is None:
+            protocol = await self._connected()
+        if protocol.lost is None:
+            self._write("SUBSCRIBE", channels, protocol)
         self.channels.update(channels)
 
     async def unsubscribe(self, *channels: str) -> None:
@@ -260,7 +277,9 @@ class PubSubLink:
                 async with asyncio.timeout(timeout):
                     await self._waiter
             except TimeoutError:
-                return None
+                self._check_health(protocol)
+                if protocol.lost is None:
+                    return None
             finally:
                 self._waiter = None
         if self._pushed:
@@ -277,6 +296,7 @@ class PubSubLink:
 
     async def aclose(self) -> None:
         protocol, self._protocol = self._protocol, None
+        self._closed = True
         self.channels.clear()
         if protocol is not None and protocol.transport is not None:
             protocol.transport.close()
@@ -290,12 +310,33 @@ class PubSubLink:
         if self._connecting is None:
             self._connecting = asyncio.Lock()
         async with self._connecting:
+            if self._closed:
+                raise RedisConnectionError("the pub/sub link is closed")
             if self._protocol is None:
                 protocol = await _open(self._kwargs, self._unix, asyncio.get_running_loop(),
                                        self._name)
+                if self._closed:  # closed while it connected: nobody would read it
+                    protocol.fail(RedisConnectionError("the pub/sub link is closed"))
+                    raise RedisConnectionError("the pub/sub link is closed")
                 protocol.pushed, protocol.woken = self._pushed, self._wake
                 self._protocol = protocol
             return await self._connected()
+
+    def _check_health(self, protocol: _Protocol) -> None:
+        """After a wait with nothing to read: PING a connection silent for the health check
+        interval; fail one that has not answered the last PING within another."""
+        if not self._health_s or protocol.transport is None:
+            return
+        now = time.monotonic()
+        if self._pinged_at is not None and protocol.heard_at >= self._pinged_at:
+            self._pinged_at = None  # answered (or something else came)
+        if self._pinged_at is None:
+            if now - protocol.heard_at >= self._health_s:
+                self._pinged_at = now
+                protocol.transport.write(hiredis.pack_command(("PING",)))
+        elif now - self._pinged_at >= self._health_s:
+            protocol.fail(RedisConnectionError(
+                f"no answer from Redis to a PING within {self._health_s:g} s"))
 
     def _wake(self) -> None:
         waiter = self._waiter
