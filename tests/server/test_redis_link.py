@@ -12,7 +12,6 @@ import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from server import redis_link
-
 from server.redis_link import PUSHED_HIGH, PubSubLink
 
 
