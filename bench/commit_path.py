@@ -32,7 +32,8 @@ META = os.urandom(200)
 FRAMES = {"0": os.urandom(380), "1": os.urandom(380), "s": os.urandom(300)}
 
 
-def redis_cpu_s(pid: int) -> float:
+def cpu_s(pid: int) -> float:
+    """The CPU time (user + system, seconds) process `pid` has used so far (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -70,12 +71,12 @@ async def main(args: argparse.Namespace) -> dict[str, object]:
             pid = int((await client.info("server"))["process_id"])
             for n in (1, 2):
                 for name, store in (("redis_py", plain), ("link", linked)):
-                    cpu, redis_cpu = time.process_time(), redis_cpu_s(pid)
+                    cpu, redis_cpu = time.process_time(), cpu_s(pid)
                     await run(store, args.tables, args.commits, args.concurrency, versions)
                     out[f"{name}_us_{n}"] = round(
                         (time.process_time() - cpu) / args.commits * 1e6, 1)
                     out[f"{name}_redis_us_{n}"] = round(
-                        (redis_cpu_s(pid) - redis_cpu) / args.commits * 1e6, 1)
+                        (cpu_s(pid) - redis_cpu) / args.commits * 1e6, 1)
             linked.close()
             await client.aclose()
             return out

@@ -34,6 +34,7 @@ import httpx
 import msgpack
 import websockets
 
+from bench.commit_path import cpu_s
 from server.redis_embedded import RedisProcess, free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -94,8 +95,7 @@ class Server:
     def cpu_s(self) -> float:
         """User + system CPU seconds used by the server process so far."""
         try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            return cpu_s(self.proc.pid)
         except (OSError, IndexError, ValueError):
             return 0.0
 

@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import msgpack
 
+from bench.commit_path import cpu_s
 from server.redis_embedded import RedisProcess, free_port
 
 LEVELS = ("asgi", "send_now", "eval", "commit")
@@ -116,11 +117,6 @@ def serve(level: str, port: int, redis_url: str) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, ws=protocol_for("websockets-sansio"),
                 loop="uvloop", http="httptools", log_level="warning", access_log=False,
                 lifespan="off", ws_ping_interval=20.0)
-
-
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def drive(port: int, sockets: int, rate: int, seconds: float, server_pid: int,
