@@ -12,9 +12,14 @@ such server process, driven by a load client in this process (pairs of sockets, 
 one move a second from its two sockets in turn, spread over the second). Levels:
 - `asgi`: the three frames sent through Starlette's `send_bytes`;
 - `send_now`: sent through the server's direct write (keepalive.SEND_NOW), as the server does;
+- `inline`: `send_now`, the frame handled where the websocket protocol parses it (a subclass of
+  `QuietPingProtocol`) instead of going through uvicorn's receive queue, Starlette's `receive`
+  and the endpoint's task: what the hop from the protocol into the application costs;
 - `eval`: `send_now` plus one EVALSHA through the commit link of a script that only SETs the
   state, with the commit's biggest arguments (the state and three frames): a round trip to Redis
   and back, and little work in Redis;
+- `inline_eval`: `inline` plus the same EVALSHA, the frames written by a callback on its reply
+  instead of by a task awaiting it: a round trip to Redis without any task switch;
 - `commit`: `send_now` plus one `Store.commit` per move (a 1.6 KB state and three frames of a
   move's sizes, the table's version checked and raised, the client id remembered).
 Prints one JSON line: for each level the server's and Redis' CPU per move (µs, from
@@ -35,7 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -44,7 +49,7 @@ import msgpack
 from bench.commit_path import cpu_s
 from server.redis_embedded import RedisProcess, free_port
 
-LEVELS = ("asgi", "send_now", "eval", "commit")
+LEVELS = ("asgi", "send_now", "inline", "eval", "inline_eval", "commit")
 ONE_SET = "redis.call('SET', KEYS[1], ARGV[1]) return 1"  # the `eval` level's script
 ONE_SET_SHA = hashlib.sha1(ONE_SET.encode()).hexdigest()
 STATE = os.urandom(1630)  # a move's state blob (all-fives, 2 players: 1.6 KB)
@@ -61,8 +66,8 @@ def serve(level: str, port: int, redis_url: str) -> None:
     from starlette.routing import WebSocketRoute
     from starlette.websockets import WebSocket
 
-    from server.keepalive import protocol_for, send_now_of
-    from server.redis_link import CommitLink
+    from server.keepalive import QuietPingProtocol, protocol_for, send_now_of
+    from server.redis_link import CommitLink, _send
     from server.store import Store
 
     sockets: dict[int, WebSocket] = {}
@@ -84,11 +89,48 @@ def serve(level: str, port: int, redis_url: str) -> None:
         if direct is None or not direct(data):
             await ws.send_bytes(data)
 
+    inline = level in ("inline", "inline_eval")
+    writers: dict[int, Any] = {}  # the `inline` levels: each socket's direct write
+
+    class Inline(QuietPingProtocol):
+        """A move frame handled where the protocol parses it, once its socket is known."""
+        me: int | None = None
+
+        def handle_bytes(self, event: Any) -> None:
+            if self.me is None or not event.fin:
+                super().handle_bytes(event)
+                return
+            self.heard = True
+            msgpack.unpackb(event.data)
+            if level == "inline_eval":
+                protocol = link()._protocol  # connected by the endpoint's first call
+                assert protocol is not None
+                reply = _send(protocol, ("EVALSHA", ONE_SET_SHA, 1, f"floor{self.me // 2:05d}",
+                                         STATE, FRAME, FRAME, FRAME))
+                reply.add_done_callback(lambda _: self.answer())
+            else:
+                self.answer()
+
+        def answer(self) -> None:
+            assert self.me is not None
+            self.send_now(FRAME)
+            self.send_now(ACCEPTED)
+            other = writers.get(self.me ^ 1)
+            if other is not None:
+                other(FRAME)
+
     async def endpoint(ws: WebSocket) -> None:
         await ws.accept()
         me = int(msgpack.unpackb(await ws.receive_bytes()))
         sockets[me] = ws
         pair = me // 2
+        if inline:
+            await link().evalsha(ONE_SET_SHA, ONE_SET, [f"floor{pair:05d}"],
+                                 [STATE, FRAME, FRAME, FRAME])  # loads the script, connects
+            direct = send_now_of(ws.scope)
+            assert direct is not None, "the installed uvicorn offers the direct write"
+            writers[me] = direct
+            cast(Inline, direct.__self__).me = me  # type: ignore[attr-defined]
         try:
             while True:
                 message = await ws.receive()
@@ -112,9 +154,11 @@ def serve(level: str, port: int, redis_url: str) -> None:
                     await send(other, FRAME)
         finally:
             sockets.pop(me, None)
+            writers.pop(me, None)
 
     app = Starlette(routes=[WebSocketRoute("/ws", endpoint)])
-    uvicorn.run(app, host="127.0.0.1", port=port, ws=protocol_for("websockets-sansio"),
+    protocol = Inline if inline else protocol_for("websockets-sansio")
+    uvicorn.run(app, host="127.0.0.1", port=port, ws=protocol,
                 loop="uvloop", http="httptools", log_level="warning", access_log=False,
                 lifespan="off", ws_ping_interval=20.0)
 
