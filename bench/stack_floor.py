@@ -230,6 +230,9 @@ def main() -> None:
     if args.serve:
         serve(args.serve, args.port, args.redis)
         return
+    levels = args.levels.split(",")
+    if len(set(levels)) != len(levels) or not set(levels) <= set(LEVELS):
+        parser.error(f"--levels: each of {', '.join(LEVELS)} at most once")
     import uvloop
     out: dict[str, Any] = {"bench": "stack_floor", "sockets": args.sockets, "rate": args.rate,
                            "seconds": args.seconds}
@@ -240,7 +243,7 @@ def main() -> None:
         try:
             import redis as redis_sync
             redis_pid = int(redis_sync.Redis.from_url(url).info("server")["process_id"])
-            for level in args.levels.split(","):
+            for level in levels:
                 port = free_port()
                 server = subprocess.Popen(
                     [sys.executable, "-m", "bench.stack_floor", "--serve", level,
