@@ -12,7 +12,8 @@ that every slot allows: exactly uniform). Prints one JSON line: the mean over po
 the mean and the largest absolute difference per (seat, tile), sampler against uniform and
 sampler against itself (a bias shows as the first above the second), and, for scale, the
 sampler's deals weighed by the reading of the other seats' choices against the same deals
-unweighed (how far the reading moves the chances the search plays with). Asserts nothing.
+unweighed (how far the reading moves the chances the search plays with), with the share of the
+deals the weighing leaves effective. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ Marginals = dict[tuple[int, int], float]
 
 
 def sampled(knowledge: Knowledge, deals: int, rng: random.Random,
-            read: bool = False) -> Marginals:
-    """The sampler's marginals; with `read`, each deal weighed as the search weighs it (by
-    how well it explains the other seats' choices, `Knowledge.log_likelihood`)."""
+            read: bool = False) -> tuple[Marginals, float]:
+    """The sampler's marginals, and the effective number of deals as a share of them
+    ((sum of weights)² / sum of squared weights / deals); with `read`, each deal weighed as
+    the search weighs it (by how well it explains the other seats' choices,
+    `Knowledge.log_likelihood`), else all alike (1.0)."""
     counts: Counter[tuple[int, int]] = Counter()
     logs: list[float] = []
     hands: list[tuple[int, ...]] = []
@@ -56,7 +59,8 @@ def sampled(knowledge: Knowledge, deals: int, rng: random.Random,
                 for tile in mask_tiles(hand):
                     counts[(seat, tile)] += weight
     total = sum(weights)
-    return {key: n / total for key, n in counts.items()}
+    effective = total * total / sum(w * w for w in weights) / deals
+    return {key: n / total for key, n in counts.items()}, effective
 
 
 def uniform(knowledge: Knowledge, deals: int, rng: random.Random) -> Marginals | None:
@@ -93,6 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     rows: list[tuple[tuple[float, float], ...]] = []
+    shares: list[float] = []  # the reading's effective deals as a share of the deals
     for _game in range(500):
         if len(rows) >= args.positions:
             break
@@ -105,10 +110,12 @@ def main() -> None:
             if constrained >= 2 and rng.random() < 0.25:
                 exact = uniform(knowledge, args.deals, rng)
                 if exact is not None:
-                    first = sampled(knowledge, args.deals, rng)
-                    rows.append((distance(first, exact),
-                                 distance(first, sampled(knowledge, args.deals, rng)),
-                                 distance(first, sampled(knowledge, args.deals, rng, True))))
+                    first, _ = sampled(knowledge, args.deals, rng)
+                    again, _ = sampled(knowledge, args.deals, rng)
+                    read, effective = sampled(knowledge, args.deals, rng, True)
+                    rows.append((distance(first, exact), distance(first, again),
+                                 distance(first, read)))
+                    shares.append(effective)
             state, _ = engine.apply(state, seat, greedy_ranking(knowledge)[0])
     print(json.dumps({
         "bench": "sampler_uniformity", "preset": args.preset, "players": args.players,
@@ -118,7 +125,9 @@ def main() -> None:
         "vs_itself_mean": round(statistics.mean(r[1][0] for r in rows), 4),
         "vs_itself_max": round(statistics.mean(r[1][1] for r in rows), 4),
         "reading_mean": round(statistics.mean(r[2][0] for r in rows), 4),
-        "reading_max": round(statistics.mean(r[2][1] for r in rows), 4)}))
+        "reading_max": round(statistics.mean(r[2][1] for r in rows), 4),
+        "reading_effective_share_median": round(statistics.median(shares), 2),
+        "reading_effective_share_min": round(min(shares), 2)}))
 
 
 if __name__ == "__main__":
