@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import statistics
 import sys
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import engine
 from engine.bots.knowledge import Knowledge
 from engine.bots.sampler import sample_deal
+from engine.bots.search import _weights
 from engine.bots.simple import greedy_ranking
 from engine.tiles import mask_tiles
 
@@ -51,16 +51,13 @@ def sampled(knowledge: Knowledge, deals: int, rng: random.Random,
         deal = sample_deal(knowledge, rng)
         hands.append(deal.hands)
         logs.append(knowledge.log_likelihood(deal.hands) if read else 0.0)
-    top = max(logs)
-    weights = [math.exp(x - top) for x in logs]
+    weights, total, effective = _weights(logs)  # the search's own weighing
     for weight, deal_hands in zip(weights, hands, strict=True):
         for seat, hand in enumerate(deal_hands):
             if seat != knowledge.seat:
                 for tile in mask_tiles(hand):
                     counts[(seat, tile)] += weight
-    total = sum(weights)
-    effective = total * total / sum(w * w for w in weights) / deals
-    return {key: n / total for key, n in counts.items()}, effective
+    return {key: n / total for key, n in counts.items()}, effective / deals
 
 
 def uniform(knowledge: Knowledge, deals: int, rng: random.Random) -> Marginals | None:

@@ -84,6 +84,10 @@ def serve(level: str, port: int, redis_url: str) -> None:
         assert found is not None, "a single Redis without TLS has a commit link"
         return found
 
+    def one_set(pair: int) -> tuple[list[str], list[bytes]]:
+        """The keys and arguments of the `eval` levels' script call for a pair's table."""
+        return [f"floor{pair:05d}"], [STATE, FRAME, FRAME, FRAME]
+
     async def send(ws: WebSocket, data: bytes) -> None:
         direct = send_now_of(ws.scope) if level != "asgi" else None
         if direct is None or not direct(data):
@@ -105,8 +109,8 @@ def serve(level: str, port: int, redis_url: str) -> None:
             if level == "inline_eval":
                 protocol = link()._protocol  # connected by the endpoint's first call
                 assert protocol is not None
-                reply = _send(protocol, ("EVALSHA", ONE_SET_SHA, 1, f"floor{self.me // 2:05d}",
-                                         STATE, FRAME, FRAME, FRAME))
+                keys, args = one_set(self.me // 2)
+                reply = _send(protocol, ("EVALSHA", ONE_SET_SHA, len(keys), *keys, *args))
                 reply.add_done_callback(lambda _: self.answer())
             else:
                 self.answer()
@@ -125,8 +129,7 @@ def serve(level: str, port: int, redis_url: str) -> None:
         sockets[me] = ws
         pair = me // 2
         if inline:
-            await link().evalsha(ONE_SET_SHA, ONE_SET, [f"floor{pair:05d}"],
-                                 [STATE, FRAME, FRAME, FRAME])  # loads the script, connects
+            await link().evalsha(ONE_SET_SHA, ONE_SET, *one_set(pair))  # loads it, connects
             direct = send_now_of(ws.scope)
             assert direct is not None, "the installed uvicorn offers the direct write"
             writers[me] = direct
@@ -138,8 +141,7 @@ def serve(level: str, port: int, redis_url: str) -> None:
                     return
                 msgpack.unpackb(message["bytes"])
                 if level == "eval":
-                    await link().evalsha(ONE_SET_SHA, ONE_SET, [f"floor{pair:05d}"],
-                                         [STATE, FRAME, FRAME, FRAME])
+                    await link().evalsha(ONE_SET_SHA, ONE_SET, *one_set(pair))
                 elif level == "commit":
                     result = await store().commit(
                         f"floor{pair:05d}", versions.get(pair, 0), STATE, b"",
