@@ -492,7 +492,7 @@ def report(args: argparse.Namespace, stats: Stats, crowd: Stats, servers: list[S
         print(f"connections closed by the server: {len(stats.closed)}, e.g. {stats.closed[0]}")
     print(f"moves/s:                          {figures['moves/s']:.1f}")
     if stats.moves:
-        print(f"server CPU per move:              {stats.server_cpu_s / stats.moves * 1000:.2f} ms "
+        print(f"server CPU per move:              {stats.server_cpu_s / stats.moves * 1e6:.0f} µs "
               f"(all server processes; {stats.server_cpu_s / elapsed * 100:.0f}% of one core)")
     print(f"machine load average:             {stats.load[0]:.1f} at start, "
           f"{stats.load[1]:.1f} at end ({os.cpu_count()} cores)")

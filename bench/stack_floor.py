@@ -11,16 +11,19 @@ Starts a private Redis (appendfsync everysec, as compare.sh) and, for each level
 such server process, driven by a load client in this process (pairs of sockets, each pair sending
 one move a second from its two sockets in turn, spread over the second). Levels:
 - `asgi`: the three frames sent through Starlette's `send_bytes`;
-- `send_now`: sent through the server's direct write (keepalive.SEND_NOW), as the server does;
+- `send_now`: sent through the server's direct write (keepalive.SEND_NOW), the frame received
+  through Starlette's `receive`;
+- `receive_now`: `send_now`, the frame read through the server's direct read
+  (keepalive.RECEIVE_NOW), as the server does;
 - `inline`: `send_now`, the frame handled where the websocket protocol parses it (a subclass of
   `QuietPingProtocol`) instead of going through uvicorn's receive queue, Starlette's `receive`
   and the endpoint's task: what the hop from the protocol into the application costs;
-- `eval`: `send_now` plus one EVALSHA through the commit link of a script that only SETs the
+- `eval`: `receive_now` plus one EVALSHA through the commit link of a script that only SETs the
   state, with the commit's biggest arguments (the state and three frames): a round trip to Redis
   and back, and little work in Redis;
 - `inline_eval`: `inline` plus the same EVALSHA, the frames written by a callback on its reply
   instead of by a task awaiting it: a round trip to Redis without any task switch;
-- `commit`: `send_now` plus one `Store.commit` per move (a 1.6 KB state and three frames of a
+- `commit`: `receive_now` plus one `Store.commit` per move (a 1.6 KB state and three frames of a
   move's sizes, the table's version checked and raised, the client id remembered).
 Prints one JSON line: for each level the server's and Redis' CPU per move (µs, from
 /proc/PID/stat over the window). A real server's figure (compare.sh, `bench.load`) less the
@@ -49,7 +52,7 @@ import msgpack
 from bench.commit_path import cpu_s
 from server.redis_embedded import RedisProcess, free_port
 
-LEVELS = ("asgi", "send_now", "inline", "eval", "inline_eval", "commit")
+LEVELS = ("asgi", "send_now", "receive_now", "inline", "eval", "inline_eval", "commit")
 ONE_SET = "redis.call('SET', KEYS[1], ARGV[1]) return 1"  # the `eval` level's script
 ONE_SET_SHA = hashlib.sha1(ONE_SET.encode()).hexdigest()
 STATE = os.urandom(1630)  # a move's state blob (all-fives, 2 players: 1.6 KB)
@@ -66,7 +69,7 @@ def serve(level: str, port: int, redis_url: str) -> None:
     from starlette.routing import WebSocketRoute
     from starlette.websockets import WebSocket
 
-    from server.keepalive import QuietPingProtocol, protocol_for, send_now_of
+    from server.keepalive import QuietPingProtocol, protocol_for, receive_now_of, send_now_of
     from server.redis_link import CommitLink, _send
     from server.store import Store
 
@@ -134,9 +137,14 @@ def serve(level: str, port: int, redis_url: str) -> None:
             assert direct is not None, "the installed uvicorn offers the direct write"
             writers[me] = direct
             cast(Inline, direct.__self__).me = me  # type: ignore[attr-defined]
+        receive = ws.receive
+        if level in ("receive_now", "eval", "commit"):
+            found = receive_now_of(ws.scope)
+            assert found is not None, "the installed uvicorn offers the direct read"
+            receive = found
         try:
             while True:
-                message = await ws.receive()
+                message = await receive()
                 if message["type"] == "websocket.disconnect":
                     return
                 msgpack.unpackb(message["bytes"])

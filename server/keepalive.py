@@ -16,29 +16,76 @@ is not paused, the frame is written at once, as uvicorn's own ``websocket.send``
 without a message dict, an awaited event and the middleware's wrappers; otherwise the caller
 falls back to the ASGI ``send``, which waits for the transport.
 
-Where the installed uvicorn lacks the hooks used here, its own protocol runs unchanged (and no
-``SEND_NOW`` is offered). Imports nothing of the server.
+And it lets the server read without them (`receive_now`, the scope extension ``RECEIVE_NOW``):
+the same messages as the ASGI ``receive`` (``websocket.receive``, ``websocket.disconnect``), in
+the same order and from the same queue, taken straight from the protocol instead of through
+Starlette's and the middleware's wrappers. The queue is an `Inbox` (a list and one waiter rather
+than an ``asyncio.Queue``), and reading is paused only once `PAUSE_AT` messages wait unread
+(uvicorn pauses after every message and resumes once it is taken: two transport calls per frame),
+so a client that floods faster than the server reads still waits in its own TCP buffers.
+
+Where the installed uvicorn lacks the hooks used here, its own protocol runs unchanged (and
+neither ``SEND_NOW`` nor ``RECEIVE_NOW`` is offered). Imports nothing of the server.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import cast
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 from websockets.frames import Frame
 from websockets.http11 import Request
 
-__all__ = ["PROOF_INTERVALS", "SEND_NOW", "QuietPingProtocol", "protocol_for", "send_now_of"]
+__all__ = ["PAUSE_AT", "PROOF_INTERVALS", "RECEIVE_NOW", "SEND_NOW", "Inbox", "QuietPingProtocol",
+           "protocol_for", "receive_now_of", "send_now_of"]
 
 PROOF_INTERVALS = 4  # a talking socket still answers a ping at least this often (intervals)
+PAUSE_AT = 8  # reading from a socket pauses while this many of its messages wait unread
 _HOOKS = ("send_keepalive_ping", "schedule_ping", "handle_pong", "handle_bytes", "handle_text",
-          "handle_connect")
+          "handle_connect", "send_receive_event_to_app", "receive")
 _STATE = ("handshake_complete", "close_sent", "initial_response", "disconnected", "writable",
-          "conn", "transport")
+          "conn", "transport", "queue", "read_paused")
 SEND_NOW = "dominoes.send_now"  # the scope extension: a callable (bytes) -> bool
+RECEIVE_NOW = "dominoes.receive_now"  # the scope extension: ASGI's receive, unwrapped
+
+
+class Inbox(asyncio.Queue[Any]):
+    """The protocol's queue of ASGI receive messages, as much of ``asyncio.Queue`` as uvicorn's
+    protocol uses (`put_nowait`, `get`, `empty`, `qsize`): a deque and at most one waiter
+    (one reader per socket), unbounded like uvicorn's own (the protocol pauses reading)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: deque[Any] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Any) -> None:
+        self.items.append(item)
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def get(self) -> Any:
+        while not self.items:
+            waiter = self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                if self.waiter is waiter:
+                    self.waiter = None
+        return self.items.popleft()
+
+    def empty(self) -> bool:
+        return not self.items
+
+    def qsize(self) -> int:
+        return len(self.items)
 
 
 class QuietPingProtocol(WebSocketsSansIOProtocol):
@@ -48,13 +95,31 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self.answered_at = self.loop.time()  # a new peer counts as having answered
+        if all(hasattr(self, name) for name in _STATE):
+            self.queue = Inbox()  # still empty: nothing arrives before the connection
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
         scope = getattr(self, "scope", None)
-        if scope is not None and all(hasattr(self, name) for name in _STATE):
+        if scope is not None and isinstance(self.queue, Inbox):
             extensions = cast(dict[str, object], scope.setdefault("extensions", {}))
             extensions[SEND_NOW] = self.send_now
+            extensions[RECEIVE_NOW] = self.receive
+
+    def send_receive_event_to_app(self) -> None:
+        """uvicorn's, except that reading pauses only once `PAUSE_AT` messages wait."""
+        if not isinstance(self.queue, Inbox):
+            super().send_receive_event_to_app()
+            return
+        paused = self.read_paused
+        self.read_paused = True  # so uvicorn's does not pause: decided here
+        try:
+            super().send_receive_event_to_app()
+        finally:
+            self.read_paused = paused
+        if not paused and self.queue.qsize() >= PAUSE_AT:
+            self.read_paused = True
+            self.transport.pause_reading()
 
     def send_now(self, data: bytes) -> bool:
         """Write `data` as one binary frame now, if the handshake is done, no close was sent,
@@ -102,6 +167,13 @@ def send_now_of(scope: object) -> Callable[[bytes], bool] | None:
     extensions = scope.get("extensions") if isinstance(scope, dict) else None
     found = extensions.get(SEND_NOW) if isinstance(extensions, dict) else None
     return cast(Callable[[bytes], bool], found) if callable(found) else None
+
+
+def receive_now_of(scope: object) -> Callable[[], Awaitable[dict[str, Any]]] | None:
+    """The `receive_now` a connection's ASGI scope offers, or None."""
+    extensions = scope.get("extensions") if isinstance(scope, dict) else None
+    found = extensions.get(RECEIVE_NOW) if isinstance(extensions, dict) else None
+    return cast(Callable[[], Awaitable[dict[str, Any]]], found) if callable(found) else None
 
 
 def protocol_for(name: str) -> str | type[asyncio.Protocol]:

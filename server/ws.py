@@ -22,6 +22,7 @@ from server.admission import AddressLimits
 from server.connection import Connection
 from server.guard import origin_allowed
 from server.hub import Hub
+from server.keepalive import receive_now_of
 from server.limits import AddressBudget, TokenBucket
 from server.logs import event
 from server.metrics import Metrics
@@ -56,11 +57,14 @@ class Session:
 
     __slots__ = (
         "address", "attached", "bad_tokens", "bucket", "chat_bucket", "conn", "hint_task", "hub",
-        "limits", "metrics", "service", "settings", "ws",
+        "limits", "metrics", "receive", "service", "settings", "ws",
     )
 
     def __init__(self, websocket: WebSocket, state: AppState) -> None:
         self.ws = websocket
+        # Frames straight from the websocket protocol when it offers them (keepalive.RECEIVE_NOW),
+        # else through Starlette's receive: the same messages in the same order.
+        self.receive = receive_now_of(websocket.scope) or websocket.receive
         self.settings: Settings = state.settings
         self.service: TablePlay = state.service
         self.hub: Hub = state.hub
@@ -172,9 +176,9 @@ class Session:
     async def _receive(self, wait_s: float | None) -> bytes | None:
         """The next binary frame; None for a text frame (already answered). Raises on close."""
         if wait_s is None:
-            message = await self.ws.receive()
+            message = await self.receive()
         else:
-            message = await asyncio.wait_for(self.ws.receive(), wait_s)
+            message = await asyncio.wait_for(self.receive(), wait_s)
         if message["type"] == "websocket.disconnect":
             raise WebSocketDisconnect(message.get("code", 1000))
         data = message.get("bytes")

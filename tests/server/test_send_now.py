@@ -1,7 +1,9 @@
-"""The direct write of server.keepalive (`send_now`, the scope extension SEND_NOW), under a real
-uvicorn on a real socket: frames written at once arrive intact and in order among those sent
-through ASGI, nothing is written once a close was sent, and a transport that holds writes back
-(a peer that does not read) makes it refuse rather than buffer."""
+"""The direct write and read of server.keepalive (`send_now` and `receive_now`, the scope
+extensions SEND_NOW and RECEIVE_NOW), under a real uvicorn on a real socket: frames written at
+once arrive intact and in order among those sent through ASGI, nothing is written once a close
+was sent, and a transport that holds writes back (a peer that does not read) makes it refuse
+rather than buffer; messages read directly are Starlette's, in order with those it reads, and a
+client that sends faster than the server reads waits in its own buffers."""
 
 from __future__ import annotations
 
@@ -20,7 +22,14 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from server.keepalive import QuietPingProtocol, protocol_for, send_now_of
+from server.keepalive import (
+    PAUSE_AT,
+    Inbox,
+    QuietPingProtocol,
+    protocol_for,
+    receive_now_of,
+    send_now_of,
+)
 
 
 def free_port() -> int:
@@ -155,3 +164,81 @@ async def test_a_peer_that_does_not_read_makes_send_now_refuse() -> None:
                        if isinstance(event, Frame) and event.opcode is Opcode.BINARY)
         writer.close()
     assert got == [frame] * len(written) + [b"last"]
+
+
+async def test_messages_read_directly_are_starlettes_in_the_same_order() -> None:
+    read: list[object] = []
+
+    async def endpoint(websocket: WebSocket) -> None:
+        receive_now = receive_now_of(websocket.scope)
+        assert receive_now is not None
+        read.append(await websocket.receive_bytes())  # through Starlette, then directly
+        while True:
+            message = await receive_now()
+            read.append(message)
+            if message["type"] == "websocket.disconnect":
+                return
+
+    async with serving(endpoint) as url, connect(url) as client:
+        await client.send(b"first")
+        await client.send(b"\x00binary")
+        await client.send("text \u00e9")
+        await client.send(b"")
+        await client.close(4321, "done")
+    assert read == [
+        b"first",
+        {"type": "websocket.receive", "bytes": b"\x00binary"},
+        {"type": "websocket.receive", "text": "text \u00e9"},
+        {"type": "websocket.receive", "bytes": b""},
+        {"type": "websocket.disconnect", "code": 4321, "reason": "done"},
+    ]
+    assert receive_now_of({"extensions": {}}) is None
+    assert receive_now_of(None) is None
+
+
+async def test_a_client_sending_faster_than_the_server_reads_waits_in_its_own_buffers() -> None:
+    frame = b"m" * 1024
+    total = 20_000  # 20 MB: far beyond any socket's buffers
+    backlog: list[int] = []
+    may_read = asyncio.Event()
+    read: list[bytes] = []
+
+    async def endpoint(websocket: WebSocket) -> None:
+        receive_now = receive_now_of(websocket.scope)
+        assert receive_now is not None
+        inbox = receive_now.__self__.queue  # type: ignore[attr-defined]
+        assert isinstance(inbox, Inbox)
+        await may_read.wait()
+        backlog.append(inbox.qsize())
+        while len(read) < total:
+            message = await receive_now()
+            assert message["type"] == "websocket.receive"
+            read.append(message["bytes"])
+            backlog.append(inbox.qsize())
+
+    async with serving(endpoint) as url, connect(url, max_size=None, compression=None) as client:
+        sent = 0
+
+        async def flood() -> None:
+            nonlocal sent
+            for _ in range(total):
+                await client.send(frame)
+                sent += 1
+
+        flooding = asyncio.create_task(flood())
+        try:
+            before = -1
+            while sent != before:  # until the client's sends stall: the server reads nothing
+                before = sent
+                await asyncio.sleep(0.5)
+            assert sent < total
+        finally:
+            may_read.set()  # (the server's shutdown waits for its endpoint)
+        await asyncio.wait_for(flooding, 60)
+        while len(read) < total:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    # What waited unread in the server: the messages up to the pause, and what the read that
+    # crossed it brought (one read of at most 256 KB), never the megabytes the client sent.
+    assert PAUSE_AT <= backlog[0] <= PAUSE_AT + 256
+    assert max(backlog) <= PAUSE_AT + 256
+    assert read == [frame] * total
