@@ -53,13 +53,15 @@ SEND_NOW = "dominoes.send_now"  # the scope extension: a callable (bytes) -> boo
 RECEIVE_NOW = "dominoes.receive_now"  # the scope extension: ASGI's receive, unwrapped
 
 
-class Inbox(asyncio.Queue[Any]):
+class Inbox:
     """The protocol's queue of ASGI receive messages, as much of ``asyncio.Queue`` as uvicorn's
-    protocol uses (`put_nowait`, `get`, `empty`, `qsize`): a deque and at most one waiter
-    (one reader per socket), unbounded like uvicorn's own (the protocol pauses reading)."""
+    protocol uses (`put_nowait`, `get`, `empty`; and `qsize`): a deque and at most one waiter
+    (one reader per socket), unbounded like uvicorn's own (the protocol pauses reading). About
+    0.8 KB a socket against 3.3 KB for an ``asyncio.Queue``."""
+
+    __slots__ = ("items", "waiter")
 
     def __init__(self) -> None:
-        super().__init__()
         self.items: deque[Any] = deque()
         self.waiter: asyncio.Future[None] | None = None
 
@@ -96,7 +98,8 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
         super().connection_made(transport)
         self.answered_at = self.loop.time()  # a new peer counts as having answered
         if all(hasattr(self, name) for name in _STATE):
-            self.queue = Inbox()  # still empty: nothing arrives before the connection
+            # still empty: nothing arrives before the connection
+            self.queue = Inbox()  # type: ignore[assignment]  # (what uvicorn uses of a Queue)
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
