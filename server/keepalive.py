@@ -19,7 +19,7 @@ falls back to the ASGI ``send``, which waits for the transport.
 And it lets the server read without them (`receive_now`, the scope extension ``RECEIVE_NOW``):
 the same messages as the ASGI ``receive`` (``websocket.receive``, ``websocket.disconnect``), in
 the same order and from the same queue, taken straight from the protocol instead of through
-Starlette's and the middleware's wrappers. The queue is an `Inbox` (a list and one waiter rather
+Starlette's and the middleware's wrappers. The queue is an `Inbox` (a deque and one waiter rather
 than an ``asyncio.Queue``), and reading is paused only once `PAUSE_AT` messages wait unread
 (uvicorn pauses after every message and resumes once it is taken: two transport calls per frame),
 so a client that floods faster than the server reads still waits in its own TCP buffers.
