@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from collections.abc import Callable
+from typing import cast
 
+from starlette.types import Message, Receive
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 from websockets.frames import Frame
@@ -62,10 +63,10 @@ class Inbox:
     __slots__ = ("items", "waiter")
 
     def __init__(self) -> None:
-        self.items: deque[Any] = deque()
+        self.items: deque[Message] = deque()
         self.waiter: asyncio.Future[None] | None = None
 
-    def put_nowait(self, item: Any) -> None:
+    def put_nowait(self, item: Message) -> None:
         self.items.append(item)
         waiter = self.waiter
         if waiter is not None:
@@ -73,7 +74,7 @@ class Inbox:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def get(self) -> Any:
+    async def get(self) -> Message:
         while not self.items:
             waiter = self.waiter = asyncio.get_running_loop().create_future()
             try:
@@ -91,6 +92,7 @@ class Inbox:
 
 
 class QuietPingProtocol(WebSocketsSansIOProtocol):
+    direct = False  # its queue is an Inbox and it offers SEND_NOW and RECEIVE_NOW
     heard = False  # a message arrived since the last ping time
     answered_at: float | None = None  # when the peer last answered a ping (loop time)
 
@@ -100,18 +102,19 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
         if all(hasattr(self, name) for name in _STATE):
             # still empty: nothing arrives before the connection
             self.queue = Inbox()  # type: ignore[assignment]  # (what uvicorn uses of a Queue)
+            self.direct = True
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
         scope = getattr(self, "scope", None)
-        if scope is not None and isinstance(self.queue, Inbox):
+        if scope is not None and self.direct:
             extensions = cast(dict[str, object], scope.setdefault("extensions", {}))
             extensions[SEND_NOW] = self.send_now
             extensions[RECEIVE_NOW] = self.receive
 
     def send_receive_event_to_app(self) -> None:
         """uvicorn's, except that reading pauses only once `PAUSE_AT` messages wait."""
-        if not isinstance(self.queue, Inbox):
+        if not self.direct:
             super().send_receive_event_to_app()
             return
         paused = self.read_paused
@@ -165,18 +168,21 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
         super().send_keepalive_ping()
 
 
+def _offered(scope: object, name: str) -> object | None:
+    """The callable a connection's ASGI scope offers as the extension ``name``, or None."""
+    extensions = scope.get("extensions") if isinstance(scope, dict) else None
+    found = extensions.get(name) if isinstance(extensions, dict) else None
+    return found if callable(found) else None
+
+
 def send_now_of(scope: object) -> Callable[[bytes], bool] | None:
     """The `send_now` a connection's ASGI scope offers, or None."""
-    extensions = scope.get("extensions") if isinstance(scope, dict) else None
-    found = extensions.get(SEND_NOW) if isinstance(extensions, dict) else None
-    return cast(Callable[[bytes], bool], found) if callable(found) else None
+    return cast(Callable[[bytes], bool] | None, _offered(scope, SEND_NOW))
 
 
-def receive_now_of(scope: object) -> Callable[[], Awaitable[dict[str, Any]]] | None:
+def receive_now_of(scope: object) -> Receive | None:
     """The `receive_now` a connection's ASGI scope offers, or None."""
-    extensions = scope.get("extensions") if isinstance(scope, dict) else None
-    found = extensions.get(RECEIVE_NOW) if isinstance(extensions, dict) else None
-    return cast(Callable[[], Awaitable[dict[str, Any]]], found) if callable(found) else None
+    return cast(Receive | None, _offered(scope, RECEIVE_NOW))
 
 
 def protocol_for(name: str) -> str | type[asyncio.Protocol]:
