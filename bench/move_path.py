@@ -4,9 +4,11 @@
 
 Plays whole games of random legal moves through the table record (as `TableService.play` does)
 and times, per move: `engine.apply`, building every audience's document, diffing each against
-the previous one, encoding the frames, and encoding the state blob and (when it changed) the
-lobby summary for the commit; and, for a process that starts a move from the state another
-process committed (its notice), decoding that state blob.
+the previous one, encoding the frames, the frames as the commit builds them (`move_frames`:
+from the move's changes, `TableRecord.move_ops`, and from the documents' diffs at a hand's
+end), and encoding the state blob and (when it changed) the lobby summary for the commit; and,
+for a process that starts a move from the state another process committed (its notice),
+decoding that state blob.
 Prints one JSON line of microseconds per move (CPU time, best of 3 passes) and the bytes
 written per move. Asserts nothing.
 """
@@ -109,6 +111,15 @@ def main() -> None:
             protocol.pack(protocol.diff(2, diff(old[audience], new[audience]),
                                         engine.redact_events([{"type": "play"}], viewer)))
 
+    def move_frames(before: TableRecord, after: TableRecord, memo: dict[str, Any]) -> None:
+        moved = after.move_ops(before, 2)
+        if moved is None:  # a hand's end: the documents' diffs, as the commit does
+            frames(before, after, memo)
+            return
+        for audience, ops in moved.items():
+            viewer = audience_viewer(audience, after.config.players)
+            protocol.pack(protocol.diff(2, ops, engine.redact_events([{"type": "play"}], viewer)))
+
     def blobs(before: TableRecord, after: TableRecord, memo: dict[str, Any]) -> None:
         after.to_blob()
         lobby_meta(before, after)
@@ -125,6 +136,7 @@ def main() -> None:
         "documents_us": cpu_us(documents, runs, moves),
         "diff_us": cpu_us(diffs, runs, moves),
         "frames_us": cpu_us(frames, runs, moves),
+        "move_frames_us": cpu_us(move_frames, runs, moves),
         "state_and_summary_blobs_us": cpu_us(blobs, runs, moves),
         "state_decode_us": cpu_us(decode, runs, moves),
         "state_blob_bytes_mean": round(sum(sizes) / len(sizes)),

@@ -18,6 +18,7 @@ hand, not for transcripts. Imports only engine modules.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import is_
 from typing import Any
 
 from engine.errors import EngineError, InvalidNotation, InvalidTranscript
@@ -157,6 +158,60 @@ def views(state: GameState, viewers: Sequence[int | None],
             "winner": table.winner,
         })
     return out
+
+
+def view_changes(before: GameState, state: GameState, viewers: Sequence[int | None]
+                 ) -> list[list[tuple[Any, ...]]] | None:
+    """What `view` shows differently after a move that kept the round going (`before` and
+    `state` share their round's table, and a seat is to move in both), for each of
+    `viewers`: the fields that may differ, in the view's key order, each as
+    ``("=", key, before's value, state's value)`` (equal values are possible) or
+    ``("+", key, items)`` for a list that only grew by `items`. None for any other change
+    (a round or the game ended): only whole views tell then. Fields not listed are the same
+    in both views."""
+    table = state.table
+    if table is not before.table or state.turn is None or before.turn is None:
+        return None
+    grown_nodes, grown_log = len(state.nodes) - len(before.nodes), len(state.log) - len(before.log)
+    if grown_nodes < 0 or grown_log < 0 or not all(map(is_, state.nodes, before.nodes)) \
+            or not all(map(is_, state.log, before.log)):
+        return None
+    head: list[tuple[Any, ...]] = [
+        ("=", "turn", before.turn, state.turn),
+        ("=", "scores", list(before.scores), list(state.scores))]
+    masks, old_masks = state.hand_masks, before.hand_masks
+    tail: list[tuple[Any, ...]] = []
+    if masks != old_masks:
+        tail.append(("=", "hand_counts", [m.bit_count() for m in old_masks],
+                     [m.bit_count() for m in masks]))
+    tail.append(("=", "boneyard", len(before.boneyard_tiles), len(state.boneyard_tiles)))
+    if grown_nodes:
+        tail.append(("+", "layout", [_layout_item(n) for n in state.nodes[-grown_nodes:]]))
+    if state.ends is not before.ends:
+        tail.append(("=", "ends", [_end_item(e) for e in before.ends],
+                     [_end_item(e) for e in state.ends]))
+    tail.append(("=", "end_total", end_total(before.ends), end_total(state.ends)))
+    logged = state.log[-grown_log:] if grown_log else ()
+    public = [_public_entry(e) for e in logged]
+    out: list[list[tuple[Any, ...]]] = []
+    for viewer in viewers:
+        fields = list(head)
+        if viewer is not None and masks[viewer] != old_masks[viewer]:
+            fields.append(("=", "hand", [NAMES[t] for t in mask_tiles(old_masks[viewer])],
+                           [NAMES[t] for t in mask_tiles(masks[viewer])]))
+        fields += tail
+        if logged:
+            fields.append(("+", "history", public if not any(
+                e[0] == viewer and e[1] == DREW for e in logged)
+                else [history_entry(e, viewer) for e in logged]))
+        if viewer is not None and viewer in (before.turn, state.turn):
+            fields.append(("=", "legal", _legal_of(before, viewer), _legal_of(state, viewer)))
+        out.append(fields)
+    return out
+
+
+def _legal_of(state: GameState, viewer: int) -> list[dict[str, object]]:
+    return [move_to_data(m) for m in legal_moves(state)] if viewer == state.turn else []
 
 
 def _layout_item(node: Node) -> dict[str, object]:

@@ -60,6 +60,14 @@ def diff(old: object, new: object, memo: Memo | None = None) -> list[Op]:
     return ops
 
 
+def diff_at(old: object, new: object, path: Sequence[str | int]) -> list[Op]:
+    """`diff` of two values found at ``path`` in their documents: the same ops, with their
+    paths from the documents' root."""
+    ops: list[Op] = []
+    _diff(old, new, list(path), ops, None)
+    return ops
+
+
 _PACKER = msgpack.Packer()  # one for every call: diffs are computed on one thread (the loop's)
 
 

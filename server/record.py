@@ -21,7 +21,7 @@ import msgpack
 
 import engine
 from server import clock as clocks
-from server.diff import same
+from server.diff import Op, diff_at, same
 from server.table_config import TableConfig
 
 SPECTATORS = "s"
@@ -230,6 +230,38 @@ class TableRecord:
                                          for aud in names], earlier)
         return {aud: {"v": version, "game": game, "table": table}
                 for aud, game in zip(names, games, strict=True)}
+
+    def move_ops(self, before: TableRecord, version: int) -> dict[str, list[Op]] | None:
+        """Every audience's diff from ``before`` (this table's previous version) to this
+        version, built from what the move changed (engine.view_changes) instead of from the
+        two versions' documents: the very ops `diff` gives for those documents. None unless
+        the move kept a hand going and left the table's part of the document alone (then
+        only the documents tell)."""
+        if self.status != PLAYING or before.status != PLAYING or not self._same_table(before):
+            return None
+        names = audiences(self.config.players)
+        changes = engine.view_changes(
+            before.game, self.game, [audience_viewer(aud, self.config.players) for aud in names])
+        if changes is None:
+            return None
+        out: dict[str, list[Op]] = {}
+        done: dict[int, list[Op]] = {}  # the fields every audience shares: each diffed once
+        for audience, fields in zip(names, changes, strict=True):
+            ops: list[Op] = [["=", ["v"], version]]
+            for field in fields:
+                found = done.get(id(field))
+                if found is None:
+                    if field[0] == "+":
+                        found = [["+", ["game", field[1]], field[2]]]
+                    elif type(field[2]) is type(field[3]) and field[2] == field[3] \
+                            and not isinstance(field[2], list):
+                        found = []  # an unchanged number or None
+                    else:
+                        found = diff_at(field[2], field[3], ("game", field[1]))
+                    done[id(field)] = found
+                ops += found
+            out[audience] = ops
+        return out
 
     def summary(self, version: int) -> dict[str, Any]:
         return {**self.listing(), "v": version}

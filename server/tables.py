@@ -554,17 +554,27 @@ class TableService:
                       client: tuple[int, str] | None,
                       require: tuple[int, str] | None = None) -> int | None:
         version = loaded.version + 1
-        before = self._doc(loaded, SPECTATORS)
-        docs = change.record.documents(
-            version, (loaded.record, before) if before is not None else None)
-        new = Loaded(version, change.record, dict(docs))
         frames: dict[str, bytes] = {}
-        shared: Memo = {}  # the audiences' documents share parts: each is compared once
-        for audience, doc in docs.items():
-            viewer = audience_viewer(audience, change.record.config.players)
-            frames[audience] = protocol.pack(protocol.diff(
-                version, diff(self._doc(loaded, audience), doc, shared),
-                engine.redact_events(change.events, viewer)))
+        players = change.record.config.players
+        # A move within a hand: the diffs from what it changed, and the documents only when
+        # somebody asks for one (a snapshot). Anything else: the documents and their diffs.
+        moved = change.record.move_ops(loaded.record, version) if loaded.version > 0 else None
+        if moved is not None:
+            new = Loaded(version, change.record, {})
+            for audience, ops in moved.items():
+                frames[audience] = protocol.pack(protocol.diff(
+                    version, ops,
+                    engine.redact_events(change.events, audience_viewer(audience, players))))
+        else:
+            before = self._doc(loaded, SPECTATORS)
+            docs = change.record.documents(
+                version, (loaded.record, before) if before is not None else None)
+            new = Loaded(version, change.record, dict(docs))
+            shared: Memo = {}  # the audiences' documents share parts: each is compared once
+            for audience, doc in docs.items():
+                frames[audience] = protocol.pack(protocol.diff(
+                    version, diff(self._doc(loaded, audience), doc, shared),
+                    engine.redact_events(change.events, audience_viewer(audience, players))))
         now = self.now_ms()
         meta = lobby_meta(loaded.record if loaded.version > 0 else None, change.record)
         status = change.record.status

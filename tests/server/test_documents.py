@@ -12,7 +12,7 @@ import pytest
 
 import engine
 from server.diff import Memo, apply_ops, diff, same
-from server.record import PLAYING, TableRecord
+from server.record import FINISHED, PLAYING, TableRecord
 from server.table_config import parse_create_request
 
 
@@ -48,6 +48,43 @@ def test_shared_documents_equal_fresh_ones_and_diffs_rebuild_them(preset: str,
                 rebuilt = apply_ops(old_docs[audience], ops)
                 assert same(rebuilt, fresh[audience]), (preset, version, audience)
         previous, old_docs = (record, docs["s"]), docs
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+@pytest.mark.parametrize("preset", sorted(engine.PRESETS))
+def test_diffs_built_from_a_move_are_the_diffs_of_the_documents(preset: str,
+                                                               players: int) -> None:
+    """`TableRecord.move_ops` (the commit's path for a move within a hand) gives every
+    audience the very ops the documents' diff gives, and is taken for most moves."""
+    records = played_records(preset, players, seed=players * 7 + len(preset))
+    taken = moves = 0
+    for version, (before, after) in enumerate(itertools.pairwise(records[1:]), start=2):
+        moves += 1
+        moved = after.move_ops(before, version)
+        if moved is None:
+            continue
+        taken += 1
+        old_docs, new_docs = before.documents(version - 1), after.documents(version)
+        assert moved.keys() == new_docs.keys()
+        for audience, ops in moved.items():
+            assert ops == diff(old_docs[audience], new_docs[audience]), (preset, version, audience)
+            # and they are exactly what the frame carries (no shared object altered later)
+            assert msgpack.unpackb(msgpack.packb(ops)) == msgpack.unpackb(
+                msgpack.packb(diff(old_docs[audience], new_docs[audience])))
+    assert taken >= moves * 0.6, (taken, moves)  # the hands' last moves and deals are not
+
+
+def test_a_move_that_ends_a_hand_or_changes_the_table_is_left_to_the_documents() -> None:
+    records = played_records("all-fives", 2, seed=5)
+    ended = next(i for i in range(2, len(records))
+                 if records[i].game.round != records[i - 1].game.round
+                 or records[i].game.turn is None)
+    assert records[ended].move_ops(records[ended - 1], 9) is None
+    before, after = records[3], records[4]
+    assert after.move_ops(before, 9) is not None
+    seated = (replace(before.seats[0], name="Ann", taken=True), *before.seats[1:])
+    assert after.move_ops(replace(before, seats=seated), 9) is None
+    assert replace(after, status=FINISHED).move_ops(before, 9) is None
 
 
 def test_a_seat_view_is_never_taken_as_the_previous_public_view() -> None:
