@@ -165,8 +165,9 @@ def view_changes(before: GameState, state: GameState, viewers: Sequence[int | No
     """What `view` shows differently after a move that kept the round going (`before` and
     `state` share their round's table, and a seat is to move in both), for each of
     `viewers`: the fields that may differ, in the view's key order, each as
-    ``("=", key, before's value, state's value)`` (equal values are possible) or
-    ``("+", key, items)`` for a list that only grew by `items`. None for any other change
+    ``("=", key, before's value, state's value)`` (equal values are possible),
+    ``("+", key, items)`` for a list that only grew by `items`, or ``("emptied", key)`` for a
+    list that had items and has none. None for any other change
     (a round or the game ended): only whole views tell then. Fields not listed are the same
     in both views."""
     table = state.table
@@ -204,14 +205,20 @@ def view_changes(before: GameState, state: GameState, viewers: Sequence[int | No
             fields.append(("+", "history", public if not any(
                 e[0] == viewer and e[1] == DREW for e in logged)
                 else [history_entry(e, viewer) for e in logged]))
-        if viewer is not None and viewer in (before.turn, state.turn):
-            fields.append(("=", "legal", _legal_of(before, viewer), _legal_of(state, viewer)))
+        if viewer is None:
+            pass
+        elif viewer == before.turn == state.turn:  # the same seat moves again (after a draw)
+            fields.append(("=", "legal", _legal(before), _legal(state)))
+        elif viewer == state.turn:  # the seat's turn begins: its moves, where there were none
+            fields.append(("+", "legal", _legal(state)))
+        elif viewer == before.turn:  # its turn ended: it had at least one move, now none
+            fields.append(("emptied", "legal"))
         out.append(fields)
     return out
 
 
-def _legal_of(state: GameState, viewer: int) -> list[dict[str, object]]:
-    return [move_to_data(m) for m in legal_moves(state)] if viewer == state.turn else []
+def _legal(state: GameState) -> list[dict[str, object]]:
+    return [move_to_data(m) for m in legal_moves(state)]
 
 
 def _layout_item(node: Node) -> dict[str, object]:
