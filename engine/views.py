@@ -205,16 +205,19 @@ def view_changes(before: GameState, state: GameState, viewers: Sequence[int | No
             fields.append(("+", "history", public if not any(
                 e[0] == viewer and e[1] == DREW for e in logged)
                 else [history_entry(e, viewer) for e in logged]))
-        if viewer is None:
-            pass
-        elif viewer == before.turn == state.turn:  # the same seat moves again (after a draw)
-            fields.append(("=", "legal", _legal(before), _legal(state)))
-        elif viewer == state.turn:  # the seat's turn begins: its moves, where there were none
-            fields.append(("+", "legal", _legal(state)))
-        elif viewer == before.turn:  # its turn ended: it had at least one move, now none
-            fields.append(("emptied", "legal"))
+        if viewer is not None and viewer in (before.turn, state.turn):
+            fields.append(_legal_change(before, state, viewer))
         out.append(fields)
     return out
+
+
+def _legal_change(before: GameState, state: GameState, seat: int) -> tuple[Any, ...]:
+    """`view_changes`' field for the legal moves of a seat that moves before or after."""
+    if seat == before.turn == state.turn:  # the same seat moves again (after a draw)
+        return ("=", "legal", _legal(before), _legal(state))
+    if seat == state.turn:  # its turn begins: its moves, where there were none
+        return ("+", "legal", _legal(state))
+    return ("emptied", "legal")  # its turn ended: it had at least one move, now none
 
 
 def _legal(state: GameState) -> list[dict[str, object]]:
