@@ -123,7 +123,9 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
             super().send_receive_event_to_app()
         finally:
             self.read_paused = paused
-        if not paused and self.queue.qsize() >= PAUSE_AT:
+        # After a close is sent nothing more is queued, and reading must go on until the peer's
+        # close reply arrives, however many messages the application left unread.
+        if not paused and not self.close_sent and self.queue.qsize() >= PAUSE_AT:
             self.read_paused = True
             self.transport.pause_reading()
 

@@ -242,3 +242,45 @@ async def test_a_client_sending_faster_than_the_server_reads_waits_in_its_own_bu
     assert PAUSE_AT <= backlog[0] <= PAUSE_AT + 256
     assert max(backlog) <= PAUSE_AT + 256
     assert read == [frame] * total
+
+
+async def test_a_close_completes_while_unread_messages_wait() -> None:
+    """The application stops reading with many messages waiting and closes: the peer's close
+    reply must still be read (reading is not paused again after the close), so the connection
+    ends at once rather than at uvicorn's close timeout (10 s)."""
+
+    async def endpoint(websocket: WebSocket) -> None:
+        await websocket.receive_bytes()
+        protocol = getattr(receive_now_of(websocket.scope), "__self__")  # noqa: B009
+        while protocol.queue.qsize() < 20:  # noqa: ASYNC110 (uvicorn's queue: no event)
+            await asyncio.sleep(0.01)
+        await websocket.close(4004)
+
+    async with serving(endpoint) as url:
+        reader, writer = await asyncio.open_connection("127.0.0.1",
+                                                       int(url.split(":")[2].split("/")[0]))
+        client = ClientProtocol(parse_uri(url))
+        client.send_request(client.connect())
+        for data in client.data_to_send():
+            writer.write(data)
+        while client.state is State.CONNECTING:
+            client.receive_data(await reader.read(65536))
+        for n in range(30):  # one write: they arrive together and wait unread
+            client.send_binary(b"ping %d" % n)
+        writer.write(b"".join(client.data_to_send()))
+        started = asyncio.get_running_loop().time()
+        while client.state is not State.CLOSED:
+            data = await asyncio.wait_for(reader.read(65536), 15)
+            if not data:
+                client.receive_eof()
+                break
+            client.receive_data(data)
+            replies = client.data_to_send()
+            if replies:  # a frame the peer sent as the close crossed, then its close reply
+                writer.write(Frame(Opcode.BINARY, b"late").serialize(mask=True, extensions=[]))
+                await asyncio.sleep(0.1)
+            for out in replies:
+                writer.write(out)
+        writer.close()
+        assert client.close_rcvd is not None and client.close_rcvd.code == 4004
+        assert asyncio.get_running_loop().time() - started < 5
