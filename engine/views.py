@@ -107,7 +107,7 @@ def views(state: GameState, viewers: Sequence[int | None],
         "leader": table.leader,
         "turn": state.turn,
         "scores": list(state.scores),
-        "hand_counts": [m.bit_count() for m in state.hand_masks],
+        "hand_counts": _counts(state.hand_masks),
         "boneyard": len(state.boneyard_tiles),
         "layout": _kept(state.nodes, before.nodes if before is not None else (),
                         seen.get("layout", ()), _layout_item),
@@ -127,7 +127,7 @@ def views(state: GameState, viewers: Sequence[int | None],
     for viewer in viewers:
         if viewer is not None and viewer == state.turn:
             if legal is None:
-                legal = [move_to_data(m) for m in legal_moves(state)]
+                legal = _legal(state)
             seat_legal = legal
         else:
             seat_legal = []
@@ -145,7 +145,7 @@ def views(state: GameState, viewers: Sequence[int | None],
             "turn": shared["turn"],
             "scores": shared["scores"],
             "hand": None if viewer is None
-            else [NAMES[t] for t in mask_tiles(state.hand_masks[viewer])],
+            else _hand(state.hand_masks[viewer]),
             "hand_counts": shared["hand_counts"],
             "boneyard": shared["boneyard"],
             "layout": shared["layout"],
@@ -183,8 +183,7 @@ def view_changes(before: GameState, state: GameState, viewers: Sequence[int | No
     masks, old_masks = state.hand_masks, before.hand_masks
     tail: list[tuple[Any, ...]] = []
     if masks != old_masks:
-        tail.append(("=", "hand_counts", [m.bit_count() for m in old_masks],
-                     [m.bit_count() for m in masks]))
+        tail.append(("=", "hand_counts", _counts(old_masks), _counts(masks)))
     tail.append(("=", "boneyard", len(before.boneyard_tiles), len(state.boneyard_tiles)))
     if grown_nodes:
         tail.append(("+", "layout", [_layout_item(n) for n in state.nodes[-grown_nodes:]]))
@@ -198,8 +197,7 @@ def view_changes(before: GameState, state: GameState, viewers: Sequence[int | No
     for viewer in viewers:
         fields = list(head)
         if viewer is not None and masks[viewer] != old_masks[viewer]:
-            fields.append(("=", "hand", [NAMES[t] for t in mask_tiles(old_masks[viewer])],
-                           [NAMES[t] for t in mask_tiles(masks[viewer])]))
+            fields.append(("=", "hand", _hand(old_masks[viewer]), _hand(masks[viewer])))
         fields += tail
         if logged:
             fields.append(("+", "history", public if not any(
@@ -222,6 +220,14 @@ def _legal_change(before: GameState, state: GameState, seat: int) -> tuple[Any, 
 
 def _legal(state: GameState) -> list[dict[str, object]]:
     return [move_to_data(m) for m in legal_moves(state)]
+
+
+def _hand(mask: int) -> list[str]:
+    return [NAMES[t] for t in mask_tiles(mask)]
+
+
+def _counts(masks: Sequence[int]) -> list[int]:
+    return [m.bit_count() for m in masks]
 
 
 def _layout_item(node: Node) -> dict[str, object]:

@@ -255,9 +255,6 @@ class TableRecord:
                         found = [["+", ["game", field[1]], field[2]]]
                     elif field[0] == "emptied":  # §3: `=` with [] is no longer than `~` to 0
                         found = [["=", ["game", field[1]], []]]
-                    elif type(field[2]) is type(field[3]) and field[2] == field[3] \
-                            and not isinstance(field[2], list):
-                        found = []  # an unchanged number or None
                     else:
                         found = diff_at(field[2], field[3], ("game", field[1]))
                     done[id(field)] = found

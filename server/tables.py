@@ -554,27 +554,23 @@ class TableService:
                       client: tuple[int, str] | None,
                       require: tuple[int, str] | None = None) -> int | None:
         version = loaded.version + 1
-        frames: dict[str, bytes] = {}
         players = change.record.config.players
         # A move within a hand: the diffs from what it changed, and the documents only when
         # somebody asks for one (a snapshot). Anything else: the documents and their diffs.
-        moved = change.record.move_ops(loaded.record, version) if loaded.version > 0 else None
-        if moved is not None:
+        ops_of = change.record.move_ops(loaded.record, version) if loaded.version > 0 else None
+        if ops_of is not None:
             new = Loaded(version, change.record, {})
-            for audience, ops in moved.items():
-                frames[audience] = protocol.pack(protocol.diff(
-                    version, ops,
-                    engine.redact_events(change.events, audience_viewer(audience, players))))
         else:
             before = self._doc(loaded, SPECTATORS)
             docs = change.record.documents(
                 version, (loaded.record, before) if before is not None else None)
             new = Loaded(version, change.record, dict(docs))
             shared: Memo = {}  # the audiences' documents share parts: each is compared once
-            for audience, doc in docs.items():
-                frames[audience] = protocol.pack(protocol.diff(
-                    version, diff(self._doc(loaded, audience), doc, shared),
-                    engine.redact_events(change.events, audience_viewer(audience, players))))
+            ops_of = {audience: diff(self._doc(loaded, audience), doc, shared)
+                      for audience, doc in docs.items()}
+        frames = {audience: protocol.pack(protocol.diff(
+            version, ops, engine.redact_events(change.events, audience_viewer(audience, players))))
+            for audience, ops in ops_of.items()}
         now = self.now_ms()
         meta = lobby_meta(loaded.record if loaded.version > 0 else None, change.record)
         status = change.record.status
