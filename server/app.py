@@ -163,6 +163,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
                            waiting_ttl_s=settings.waiting_ttl_s, retention_s=settings.retention_s,
                            seat_connect_s=settings.seat_connect_s, archive=db_url is not None,
                            notice_frames_max=settings.notice_frames_max,
+                           append_max=settings.state_append_max,
                            next_hand_s=settings.next_hand_s,
                            next_hand_turn_s=settings.next_hand_turn_s)
     service.store.sharded = await sharded_pubsub(redis)  # before the hub subscribes anything

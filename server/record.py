@@ -15,7 +15,7 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import msgpack
 
@@ -141,7 +141,13 @@ class TableRecord:
 
     @classmethod
     def from_blob(cls, blob: bytes) -> TableRecord:
-        data = msgpack.unpackb(blob)
+        """The record a stored state holds: `to_blob`'s map, then the moves appended to it
+        since (`move_entry`), played again."""
+        return stored_state(blob)[0]
+
+    @classmethod
+    def from_data(cls, data: Any) -> TableRecord:
+        """The record of `to_blob`'s map, decoded."""
         past = data["game"].get("past")
         rounds = _finished_rounds(past) if isinstance(past, bytes) else None
         return cls(
@@ -157,6 +163,19 @@ class TableRecord:
             next_hand=data.get("next_hand"),
             rematch=data.get("rematch"),  # absent from blobs stored before rematches
         )
+
+    def replayed(self, entry: Any) -> TableRecord:
+        """The record after an appended move (`move_entry`, decoded): the move played again
+        through the engine and the clocks charged as `TableService.play` charges them. A move
+        that would not keep its hand going is never appended: ValueError."""
+        seat, data, now_ms = entry
+        if self.status != PLAYING or self.next_hand is not None \
+                or not isinstance(now_ms, int):
+            raise ValueError("an appended move needs a hand in play")
+        game, _events = engine.apply(self.game, seat, engine.move_from_data(data))
+        if not keeps_hand(self.game, game):
+            raise ValueError("an appended move must keep its hand going")
+        return replace(self, game=game).with_turn_clock(self.game.turn, self.game.round, now_ms)
 
     # -- what people see -------------------------------------------------------------------
     @property
@@ -333,6 +352,34 @@ def _finished_rounds(encoded: bytes) -> tuple[engine.RoundRecord, ...]:
     for all the blobs of a round that carry the same bytes: a process that starts a move from
     a state another process committed (its notice) decodes only what the round changed."""
     return engine.past_from_data(msgpack.unpackb(encoded))
+
+
+def keeps_hand(before: engine.GameState, after: engine.GameState) -> bool:
+    """Whether a move from ``before`` to ``after`` left the same hand in play: the only moves
+    a stored state is appended with (`move_entry`) instead of being written whole."""
+    return after.turn is not None and after.round == before.round and not after.game_over
+
+
+def move_entry(seat: int, move: engine.Move, now_ms: int) -> bytes:
+    """A move that keeps its hand going as the commit appends it to the table's stored state
+    (`TableRecord.replayed` plays it again): msgpack ``[seat, move (notation.md), ms]``."""
+    return bytes(msgpack.packb([seat, engine.move_to_data(move), now_ms]))
+
+
+def stored_state(blob: bytes) -> tuple[TableRecord, int]:
+    """(the record, how many moves were appended) of a stored state: one `to_blob` map,
+    followed by the `move_entry` of each move committed since it was written whole."""
+    try:
+        return TableRecord.from_data(msgpack.unpackb(blob)), 0
+    except msgpack.ExtraData as more:  # (its stub lacks the two attributes it has)
+        record, rest = TableRecord.from_data(cast(Any, more).unpacked), cast(Any, more).extra
+    moves = msgpack.Unpacker()
+    moves.feed(rest)
+    appended = 0
+    for entry in moves:
+        record = record.replayed(entry)
+        appended += 1
+    return record, appended
 
 
 def _map_header(n: int) -> bytes:

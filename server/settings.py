@@ -127,6 +127,9 @@ class Settings:
     # Floods (docs/operations.md "Limits and abuse").
     send_queue_bytes: int = 65536  # bytes queued per connection (besides the SEND_QUEUE frames)
     notice_frames_max: int = 16384  # a commit's notice carries its frames and state up to this
+    # moves appended to a table's stored state before it is written whole again (0: never
+    # appended; docs/operations.md "Upgrading a fleet")
+    state_append_max: int = 64
     sync_cooldown_s: float = 1.0  # a sync sooner than this after the last is coalesced
     chat_rate: float = 1.0  # chat lines per second per connection ...
     chat_burst: int = 5
@@ -253,6 +256,7 @@ class Settings:
             ws_deflate=e.get("WS_DEFLATE", "").strip().lower() in ("1", "true", "yes", "on"),
             send_queue_bytes=max(1, int(num("SEND_QUEUE_BYTES", d.send_queue_bytes))),
             notice_frames_max=max(0, int(num("NOTICE_FRAMES_MAX", d.notice_frames_max))),
+            state_append_max=max(0, int(num("STATE_APPEND_MAX", d.state_append_max))),
             sync_cooldown_s=float(num("SYNC_COOLDOWN_S", d.sync_cooldown_s, float)),
             chat_rate=chat[0], chat_burst=chat[1],
             table_chat_rate=table_chat[0], table_chat_burst=table_chat[1],

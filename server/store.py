@@ -3,7 +3,8 @@
 Per table (every key shares the hash tag ``{<id>}``, so a table lives in one cluster slot):
 
 - ``t:{id}:v``       version (integer, 0 = no table)
-- ``t:{id}:state``   state blob (msgpack, written by server.tables)
+- ``t:{id}:state``   state blob (msgpack, written by server.tables), followed by the moves
+                     appended to it since it was written whole (each one msgpack value)
 - ``t:{id}:meta``    summary blob (msgpack) for the lobby, readable without the state; it has
                      no version (read the version key beside it): a commit that changes
                      nothing it shows leaves it alone
@@ -38,7 +39,9 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
 - ``{id}:rematch:lock``  short lock (30 s) of the one request making the rematch table
 - channel ``t:{id}:n`` one notice per commit: msgpack ``[version, {audience: frame}, the seat
   or ``invite`` whose token it changed, or nil, the state blob or (frames and state over
-  ``NOTICE_FRAMES_MAX`` bytes) nil]`` (built by the commit script, whose msgpack writes
+  ``NOTICE_FRAMES_MAX`` bytes, or a commit that appended a move) nil]``, and after them, when
+  the commit appended a move to the state, that move: ``[..., nil, move]`` (built by the
+  commit script, whose msgpack writes
   strings and bytes alike as msgpack str: `committed_notice` reads it), or (frames over
   ``NOTICE_FRAMES_MAX`` bytes) the bare new version as ASCII digits
 - channel ``{id}:live`` msgpack maps ``{"k": "chat", "f": frame}``, ``{"k": "presence"}``,
@@ -400,6 +403,7 @@ class CommitNotice(NamedTuple):
     frames: dict[str, bytes]
     token_field: str | None
     state: bytes | None
+    move: bytes | None = None  # the move appended to the version before's state, if so
 
 
 def committed_notice(data: object) -> CommitNotice | None:
@@ -410,15 +414,17 @@ def committed_notice(data: object) -> CommitNotice | None:
     try:
         version, frames, field, *rest = msgpack.unpackb(data, raw=True)
         state = rest[0] if rest else None
+        move = rest[1] if len(rest) > 1 else None
         if not isinstance(version, int) or isinstance(version, bool) \
                 or not isinstance(frames, dict) \
                 or not all(isinstance(k, bytes) and isinstance(f, bytes)
                            for k, f in frames.items()) \
                 or not (field is None or isinstance(field, bytes)) \
-                or not (state is None or isinstance(state, bytes)):
+                or not (state is None or isinstance(state, bytes)) \
+                or not (move is None or isinstance(move, bytes)):
             return None
         return CommitNotice(version, {k.decode("ascii"): f for k, f in frames.items()},
-                            None if field is None else field.decode("ascii"), state)
+                            None if field is None else field.decode("ascii"), state, move)
     except (ValueError, TypeError, msgpack.UnpackException):
         return None
 
@@ -519,9 +525,11 @@ class Store:
         lifetime_ms: int | Literal["keep"] = 0,
         due_ms: int | Literal["keep"] | None = "keep",
         subscribed: bool | None = None,
+        append: bool = False,
     ) -> CommitResult:
         """Atomically: check that ``require`` (seat, token hash) still holds its seat and that
-        the version is ``expected``, store state and meta (``b""``: meta unchanged), apply
+        the version is ``expected``, store state (with ``append``: append it to the stored
+        state instead, a move of server.record `move_entry`) and meta (``b""``: unchanged), apply
         the token change (seat or ``INVITE_FIELD``), append the frames as stream entry
         ``0-<expected+1>``, remember the client id, give every key of the table
         ``lifetime_ms`` from now (0: no expiry; ``"keep"``: leave every key's lifetime as it
@@ -562,7 +570,8 @@ class Store:
         carried = "" if size > self.notice_frames_max \
             else "2" if size + len(state) <= self.notice_frames_max else "1"
         args += [carried, "1" if self.sharded else "0",
-                 "" if subscribed is None or self.cluster else int(subscribed)]
+                 "" if subscribed is None or self.cluster else int(subscribed),
+                 "1" if append else ""]
         committed = await self._run_commit(table_keys, args)
         if committed.outcome == "ok" and due_ms != "keep" and not folded:
             await self.schedule(table_id, expected or None, expected + 1,

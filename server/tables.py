@@ -41,6 +41,9 @@ from server.record import (
     audience_viewer,
     forfeit,
     game_result,
+    keeps_hand,
+    move_entry,
+    stored_state,
 )
 from server.rejected import Rejected
 from server.settings import Settings
@@ -87,6 +90,7 @@ class Loaded:
     version: int
     record: TableRecord
     docs: dict[str, dict[str, Any] | None]  # None: before the table existed
+    appended: int = 0  # moves appended to the stored state since it was last written whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,9 @@ class Change:
     record: TableRecord
     events: list[dict[str, Any]]
     token: tuple[Literal["set", "del"], int | str, str] | None = None
+    # A move that keeps its hand going, as it can be appended to the stored state
+    # (server.record `move_entry`); None for any other change.
+    move: bytes | None = None
 
 
 def unknown_table(table_id: str) -> Rejected:
@@ -179,6 +186,9 @@ class TableService:
     ``retention_s``: a finished table (transcript and replay included) is kept this long.
     ``notice_frames_max``: a commit's notice carries its frames and state when they total at
     most this many bytes (server.store).
+    ``append_max``: a move that keeps its hand going is appended to the table's stored state
+    (server.record `move_entry`) instead of rewriting it, up to this many moves after the state
+    was last written whole; 0: every commit writes the whole state.
     ``seat_connect_s``: a waiting table's seat whose person has not been connected for this long
     (never, since taking it) is freed.
     ``next_hand_s`` (``next_hand_turn_s`` at a table with a turn clock): after a hand ends the
@@ -195,7 +205,7 @@ class TableService:
                  waiting_ttl_s: float = 3600.0, retention_s: float = 86400.0,
                  seat_connect_s: float = 60.0, archive: bool = False,
                  notice_frames_max: int = 16384, next_hand_s: float = 0.0,
-                 next_hand_turn_s: float = 0.0) -> None:
+                 next_hand_turn_s: float = 0.0, append_max: int = 64) -> None:
         self.store = Store(redis, history_limit=history_limit,
                            notice_frames_max=notice_frames_max)
         self.bot_delay_ms = bot_delay_ms
@@ -207,6 +217,7 @@ class TableService:
         # The pause between hands (0: the next hand is dealt with the move that ends one).
         self.next_hand_ms = round(next_hand_s * 1000)
         self.next_hand_turn_ms = round(next_hand_turn_s * 1000) if next_hand_s else 0
+        self.append_max = append_max
         self.archive = archive
         if archive:  # kept until archived (a finishing commit is the archive's pending mark)
             self.lifetime_ms[FINISHED] = 0
@@ -225,9 +236,10 @@ class TableService:
         self.scheduler: Scheduler | None = None  # this process's, while `run_deadlines` runs
         self._hints: OrderedDict[tuple[str, int, int], dict[str, object]] = OrderedDict()
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
-        # The state blobs other processes' notices carried (table -> version, blob), read into
+        # The states other processes' notices carried (table -> version, state blob, and
+        # whether it is only the move appended to the version before, `move_entry`), read into
         # the cache only if this process writes that version next (`_cached`).
-        self._noticed: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
+        self._noticed: OrderedDict[str, tuple[int, bytes, bool]] = OrderedDict()
         self._render_pool: ProcessPoolExecutor | None = None  # started on the first render
         self._render_slot = asyncio.Semaphore(1)
         self._rendering: dict[tuple[str, str], asyncio.Future[bytes]] = {}
@@ -251,7 +263,8 @@ class TableService:
         if cached is not None and cached.version == version:
             self._cache.move_to_end(table_id)
             return cached
-        result = Loaded(version, TableRecord.from_blob(blob), {})
+        record, appended = stored_state(blob)
+        result = Loaded(version, record, {}, appended)
         self._remember(table_id, result)
         return result
 
@@ -516,21 +529,35 @@ class TableService:
             del self._noticed[table_id]  # this process has that version, or a newer one
         elif noticed is not None and expected in (None, noticed[0]):
             del self._noticed[table_id]
-            cached = Loaded(noticed[0], TableRecord.from_blob(noticed[1]), {})
+            version, blob, appended_move = noticed
+            if not appended_move:
+                record, moves = stored_state(blob)
+                cached = Loaded(version, record, {}, moves)
+            elif cached is not None and cached.version == version - 1:
+                # the move appended to the version this process holds: played again here
+                try:
+                    record = cached.record.replayed(msgpack.unpackb(blob))
+                except (ValueError, TypeError, engine.EngineError):
+                    cached = None  # read from Redis instead
+                else:
+                    cached = Loaded(version, record, {}, cached.appended + 1)
+            else:
+                cached = None
         if cached is None or (expected is not None and cached.version != expected):
             return None
         self._remember(table_id, cached)
         return cached
 
-    def noticed(self, table_id: str, version: int, state: bytes) -> None:
-        """Another process committed ``version`` of a table with this state (its notice): a
-        move this process makes next starts from it instead of reading the table again."""
+    def noticed(self, table_id: str, version: int, state: bytes, move: bool = False) -> None:
+        """Another process committed ``version`` of a table with this state (its notice), or
+        (``move``) with this move appended to the version before: a move this process makes
+        next starts from it instead of reading the table again."""
         cached = self._cache.get(table_id)
         known = self._noticed.get(table_id)
         if (cached is not None and cached.version >= version) \
                 or (known is not None and known[0] >= version):
             return  # its own commit, or a notice that arrived late
-        self._noticed[table_id] = (version, state)
+        self._noticed[table_id] = (version, state, move)
         self._noticed.move_to_end(table_id)
         while len(self._noticed) > CACHE_TABLES:
             self._noticed.popitem(last=False)
@@ -558,13 +585,18 @@ class TableService:
         # A move within a hand: the diffs from what it changed, and the documents only when
         # somebody asks for one (a snapshot). Anything else: the documents and their diffs.
         ops_of = change.record.move_ops(loaded.record, version) if loaded.version > 0 else None
+        # A move that keeps its hand going is appended to the stored state (its notice carries
+        # only the move too), up to `append_max` moves; anything else writes the whole state.
+        appended = change.move if loaded.version > 0 and loaded.appended < self.append_max \
+            else None
+        moves = loaded.appended + 1 if appended is not None else 0
         if ops_of is not None:
-            new = Loaded(version, change.record, {})
+            new = Loaded(version, change.record, {}, moves)
         else:
             before = self._doc(loaded, SPECTATORS)
             docs = change.record.documents(
                 version, (loaded.record, before) if before is not None else None)
-            new = Loaded(version, change.record, dict(docs))
+            new = Loaded(version, change.record, dict(docs), moves)
             shared: Memo = {}  # the audiences' documents share parts: each is compared once
             ops_of = {audience: diff(self._doc(loaded, audience), doc, shared)
                       for audience, doc in docs.items()}
@@ -576,7 +608,7 @@ class TableService:
         status = change.record.status
         due = self.due_ms(change.record, now)
         had_due = loaded.version > 0 and self.due_ms(loaded.record, now) is not None
-        state = change.record.to_blob()
+        state = appended if appended is not None else change.record.to_blob()
         # a game going on keeps every key without expiry: set once, when it starts
         lifetime: int | Literal["keep"] = "keep" if status == PLAYING \
             and loaded.record.status == PLAYING and loaded.version > 0 \
@@ -585,7 +617,7 @@ class TableService:
         subscribed = listening.begin_commit(table_id) if listening is not None else None
         try:
             result = await self.store.commit(
-                table_id, loaded.version, state, meta, frames,
+                table_id, loaded.version, state, meta, frames, append=appended is not None,
                 client=client, token=change.token, require=require, lifetime_ms=lifetime,
                 # tables without bots or clocks leave the deadlines alone
                 due_ms=due if due is not None or had_due else "keep", subscribed=subscribed)
@@ -1019,6 +1051,10 @@ class TableService:
                 game, events = engine.apply(record.game, seat, move)
         except engine.EngineError as exc:
             raise Rejected(exc.code, exc.message, status=409) from exc
+        now = self.now_ms()
+        # A move that keeps its hand going is committed as itself, appended to the stored
+        # state; `TableRecord.replayed` turns it into this same record again.
+        entry = move_entry(seat, move, now) if keeps_hand(record.game, game) else None
         record = replace(record, game=game)
         if extra_event is not None:
             events = [extra_event, *events]
@@ -1026,11 +1062,11 @@ class TableService:
             record = replace(record, status=FINISHED)
             record = replace(record, result=game_result(record))
         elif game.turn is None:  # a hand ended: the pause before the next one
-            record = replace(record, next_hand={"deadline": self.now_ms() + pause, "ready": []})
+            record = replace(record, next_hand={"deadline": now + pause, "ready": []})
             if all(st.bot is not None for st in record.seats):
                 return self.deal(record, events)  # nobody to wait for
-        return Change(record.with_turn_clock(previous_turn, previous_round, self.now_ms()),
-                      events)
+        return Change(record.with_turn_clock(previous_turn, previous_round, now), events,
+                      move=entry)
 
     def _pause_ms(self, record: TableRecord) -> int:
         clock = record.config.clock

@@ -241,6 +241,8 @@ class Hub:
     def committed(self, table_id: str, notice: CommitNotice) -> None:
         if notice.state is not None:
             self.service.noticed(table_id, notice.version, notice.state)
+        elif notice.move is not None:
+            self.service.noticed(table_id, notice.version, notice.move, move=True)
         self.delivery.committed(table_id, notice.version, notice.frames, notice.token_field)
 
     def live(self, table_id: str, message: dict[str, Any]) -> None:

@@ -20,7 +20,9 @@
 --       (SPUBLISH: Redis Cluster; else PUBLISH), 20 publish only when the channel has more
 --       than this many subscribers ("" or absent: always): a single Redis counts them all, so
 --       the committing process, which delivers to its own sockets itself, says 1 when it is a
---       subscriber and 0 when not, and a notice nobody else would read is not sent
+--       subscriber and 0 when not, and a notice nobody else would read is not sent,
+--       21 "1" when ARGV[2] is a move to append to the stored state rather than the state
+--       (the notice then carries it as a fifth element, its state nil)
 -- A token op also writes the field "!tok" = its field into the version's stream entry: every
 -- socket that authenticated with that seat's token before this version is closed before it is
 -- shown this version.
@@ -46,7 +48,6 @@ local function set(key, value)  -- leaving the lifetimes (ttl < 0), a SET keeps 
   if ttl < 0 then redis.call('SET', key, value, 'KEEPTTL') else redis.call('SET', key, value) end
 end
 set(KEYS[1], v)
-set(KEYS[2], ARGV[2])
 if ARGV[3] ~= '' then set(KEYS[5], ARGV[3]) end
 if ARGV[7] == 'set' then
   redis.call('HSET', KEYS[4], ARGV[8], ARGV[9])
@@ -55,6 +56,12 @@ elseif ARGV[7] == 'del' then
 end
 local n = tonumber(ARGV[13])
 local after = 13 + 2 * n
+local appended = ARGV[after + 8] == '1'
+if appended then
+  redis.call('APPEND', KEYS[2], ARGV[2])  -- keeps the key's lifetime
+else
+  set(KEYS[2], ARGV[2])
+end
 local tablekeys = #KEYS
 if ARGV[after + 1] == '1' then
   tablekeys = #KEYS - 1
@@ -100,9 +107,13 @@ if listeners == nil or redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2] > listeners th
     end
     local field = nil
     if ARGV[7] ~= '' then field = ARGV[8] end
-    local state = nil
-    if carried == '2' then state = ARGV[2] end
-    notice = '\148' .. cmsgpack.pack(v, frames, field, state)  -- a 4-element array
+    if carried == '2' and appended then
+      notice = '\149' .. cmsgpack.pack(v, frames, field, nil, ARGV[2])  -- a 5-element array
+    else
+      local state = nil
+      if carried == '2' then state = ARGV[2] end
+      notice = '\148' .. cmsgpack.pack(v, frames, field, state)  -- a 4-element array
+    end
   end
   redis.call(ARGV[after + 6] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[4], notice)
 end

@@ -17,8 +17,8 @@ from server.store import DEADLINES, Store, TableKeys, committed_notice, deadline
 from server.tables import Rejected, TableService
 from tests.support.tables import ManualClock, frames, new_table, play_random
 
-COMMIT_SCRIPT_COMMANDS = {"get", "hget", "set", "hset", "hdel", "xadd", "persist", "pexpire",
-                          "publish", "zadd", "zrem"}
+COMMIT_SCRIPT_COMMANDS = {"get", "hget", "set", "append", "hset", "hdel", "xadd", "persist",
+                          "pexpire", "publish", "zadd", "zrem"}
 
 
 def service_on(client: redis.asyncio.Redis, seed: int = 2026) -> TableService:
@@ -133,37 +133,50 @@ async def test_the_deadline_moves_with_the_commit_and_not_without_it(
     assert await redis_client.pttl(DEADLINES) == -1
 
 
+@pytest.mark.parametrize("append_max", [0, 64])
 async def test_a_move_after_another_process_commit_starts_from_the_state_its_notice_carried(
-        pair: tuple[TableService, TableService], redis_client: redis.asyncio.Redis) -> None:
-    one, other = pair
+        redis_client: redis.asyncio.Redis, append_max: int) -> None:
+    """The notice carries the whole state (``append_max`` 0), or only the move when the commit
+    appended it: the other process then plays it onto the version it holds."""
+    one, other = service_on(redis_client), service_on(redis_client)
+    one.append_max = other.append_max = append_max
     table_id, _ = await new_table(one)
     pubsub = redis_client.pubsub()  # a subscriber: the commit publishes its whole notice
     await pubsub.subscribe(one.notice_channel(table_id))
+    await play_random(one, table_id, random.Random(4), "m0")  # the first move of the hand
     version, doc = await one.snapshot(table_id, "s")
+    await other.snapshot(table_id, "s")  # the other process holds this version
     seat = doc["game"]["turn"]
     _, own = await one.snapshot(table_id, str(seat))
     await one.submit(table_id, seat, own["game"]["legal"][0], version, "m1")
     notice = None
-    while notice is None:
+    while notice is None or notice.version <= version:
         message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
         notice = committed_notice(message["data"]) if message is not None else None
     await pubsub.aclose()
     assert notice.version == version + 1
-    assert notice.state == await redis_client.get(TableKeys(table_id).state)
-    other.noticed(table_id, notice.version, notice.state)
+    stored = await redis_client.get(TableKeys(table_id).state)
+    if append_max:
+        assert notice.state is None and notice.move is not None and stored.endswith(notice.move)
+        other.noticed(table_id, notice.version, notice.move, move=True)
+    else:
+        assert notice.move is None and notice.state == stored
+        other.noticed(table_id, notice.version, notice.state)
     audiences = ("0", "1", "s")
     before = {aud: (await one.snapshot(table_id, aud))[1] for aud in audiences}
-    # The next seat plays on the other process, which never reads the table: without its
-    # state in Redis, a read would find no table.
-    await redis_client.delete(TableKeys(table_id).state)
+    # The next seat plays on the other process, which never reads the table.
     nxt = before["s"]["game"]["turn"]
     legal = before[str(nxt)]["game"]["legal"] or [{"draw": True}]
+    calls = await command_calls(redis_client)
     assert await other.submit(table_id, nxt, legal[0], version + 1, "m2") == version + 2
+    grown = await command_calls(redis_client)
+    assert grown["evalsha"] == calls["evalsha"] + 1
+    assert grown.get("mget", 0) == calls.get("mget", 0)
     # What it committed is what a process reading the table from Redis finds.
     fresh = service_on(redis_client)
-    stored = await fresh.frames_since_many(table_id, dict.fromkeys(audiences, version + 1))
+    stored_frames = await fresh.frames_since_many(table_id, dict.fromkeys(audiences, version + 1))
     for aud in audiences:
-        frames_of_audience = stored[aud]
+        frames_of_audience = stored_frames[aud]
         assert frames_of_audience is not None and frames_of_audience[0][0] == version + 2
         ops = msgpack.unpackb(frames_of_audience[0][1])["ops"]
         assert apply_ops(before[aud], ops) == (await fresh.snapshot(table_id, aud))[1]

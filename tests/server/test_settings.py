@@ -23,12 +23,14 @@ def test_values_are_read_from_the_environment() -> None:
         "PORT": "9001", "REDIS_URL": "redis://r:6379/0", "RATE": "5/7", "SEND_QUEUE": "8",
         "ALLOWED_ORIGINS": "https://a.example, https://b.example", "LOG_LEVEL": "debug",
         "STATIC_DIR": "/srv/client", "RECONNECT_WINDOW_S": "2.5", "WS_DEFLATE": "yes",
+        "STATE_APPEND_MAX": "0",
     })
     assert settings.port == 9001 and settings.redis_url == "redis://r:6379/0"
     assert (settings.rate, settings.rate_burst, settings.send_queue) == (5.0, 7, 8)
     assert settings.allowed_origins == ("https://a.example", "https://b.example")
     assert settings.log_level == "DEBUG" and settings.static_dir == Path("/srv/client")
     assert settings.reconnect_window_s == 2.5 and settings.ws_deflate is True
+    assert settings.state_append_max == 0 and Settings.from_env({}).state_append_max == 64
 
 
 @pytest.mark.parametrize("name, value", [("PORT", "eighty"), ("SEND_QUEUE", "-1")])

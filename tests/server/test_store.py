@@ -202,21 +202,45 @@ async def test_commit_publishes_its_version_with_its_frames_and_state(
     await pubsub.get_message(timeout=1.0)  # subscription confirmation
     await store.commit("abcd12", 0, b"s", b"m", frames(1), token=("set", 0, "hash"))
     await store.commit("abcd12", 1, b"s", b"m", frames(2))
-    await store.commit("abcd12", 2, b"s", b"m", big)  # 900 bytes of frames: over the limit
-    assert (await store.commit("abcd12", 2, b"s", b"m", frames(9))).outcome == "stale"
+    await store.commit("abcd12", 2, b"+a", b"", frames(3), append=True)  # a move appended
+    await store.commit("abcd12", 3, b"s", b"m", big)  # 900 bytes of frames: over the limit
+    assert (await store.commit("abcd12", 3, b"s", b"m", frames(9))).outcome == "stale"
     got = []
-    while len(got) < 3:
+    while len(got) < 4:
         message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
         if message is not None:
             got.append(message["data"])
     # msgpack [version, {audience: frame}, token field, state], bytes and names as msgpack str
     assert msgpack.unpackb(got[0]) == [1, {k: v.decode() for k, v in frames(1).items()}, "0",
                                        "s"]
-    assert committed_notice(got[0]) == (1, frames(1), "0", b"s")
-    assert committed_notice(got[1]) == (2, frames(2), None, b"s")
-    assert got[2] == b"3"  # the bare version
+    assert committed_notice(got[0]) == (1, frames(1), "0", b"s", None)
+    assert committed_notice(got[1]) == (2, frames(2), None, b"s", None)
+    # an appended move: [version, frames, token field, nil, the move]
+    assert msgpack.unpackb(got[2]) == [3, {k: v.decode() for k, v in frames(3).items()}, None,
+                                       None, "+a"]
+    assert committed_notice(got[2]) == (3, frames(3), None, None, b"+a")
+    assert got[3] == b"4"  # the bare version
     assert await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5) is None
     await pubsub.aclose()
+
+
+async def test_an_appended_move_follows_the_stored_state_and_a_whole_state_replaces_both(
+        redis_client: redis.asyncio.Redis) -> None:
+    store = Store(redis_client)
+    await store.commit("abcd12", 0, b"s1", b"m", frames(1), lifetime_ms=60_000)
+    await store.commit("abcd12", 1, b"+a", b"", frames(2), append=True, lifetime_ms="keep")
+    await store.commit("abcd12", 2, b"+b", b"", frames(3), append=True, lifetime_ms="keep")
+    assert await store.load("abcd12") == (3, b"s1+a+b")
+    assert 0 < await redis_client.pttl(TableKeys("abcd12").state) <= 60_000  # kept its lifetime
+    # a stale or duplicate commit appends nothing
+    assert (await store.commit("abcd12", 2, b"+c", b"", frames(9), append=True)).outcome \
+        == "stale"
+    await store.commit("abcd12", 3, b"+d", b"", frames(4), append=True, client=(0, "m4"))
+    assert (await store.commit("abcd12", 4, b"+d", b"", frames(5), append=True,
+                               client=(0, "m4"))).outcome == "dup"
+    assert await store.load("abcd12") == (4, b"s1+a+b+d")
+    await store.commit("abcd12", 4, b"s5", b"", frames(5))
+    assert await store.load("abcd12") == (5, b"s5")
 
 
 async def test_commit_survives_a_restarted_redis_with_an_empty_script_cache() -> None:
