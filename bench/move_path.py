@@ -6,9 +6,11 @@ Plays whole games of random legal moves through the table record (as `TableServi
 and times, per move: `engine.apply`, building every audience's document, diffing each against
 the previous one, encoding the frames, the frames as the commit builds them (`move_frames`:
 from the move's changes, `TableRecord.move_ops`, and from the documents' diffs at a hand's
-end), and encoding the state blob and (when it changed) the lobby summary for the commit; and,
-for a process that starts a move from the state another process committed (its notice),
-decoding that state blob.
+end), and encoding the state blob and (when it changed) the lobby summary for the commit, and
+what the commit writes instead (`state_and_summary_written`: the move appended to the stored
+state when it keeps its hand going, else the whole state); and, for a process that starts a move
+from the state another process committed (its notice), decoding that state blob, and what it does
+instead (`state_noticed`: the appended move played onto the version before, else the decoding).
 Prints one JSON line of microseconds per move (CPU time, best of 3 passes) and the bytes
 written per move. Asserts nothing.
 """
@@ -28,16 +30,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import msgpack
 import redis.asyncio
 
 import engine
-from server.record import PLAYING, TableRecord, audience_viewer
+from server.record import PLAYING, TableRecord, audience_viewer, move_entry
 from server.table_config import parse_create_request
 from server.tables import TableService, lobby_meta
 
+APPENDED: dict[int, bytes] = {}  # id(record after a move) -> the move, when it was appended
+
 
 def recorded_moves(preset: str, players: int, games: int) -> list[list[TableRecord]]:
-    """The records after each move of `games` random games (the first is the started table)."""
+    """The records after each move of `games` random games (the first is the started table);
+    the moves the commit appends to the stored state are kept in `APPENDED`."""
     rng = random.Random(7)
     service = TableService(redis.asyncio.Redis())  # never connects: only its rules are used
     config = parse_create_request({"players": players, "rules": preset})
@@ -49,7 +55,10 @@ def recorded_moves(preset: str, players: int, games: int) -> list[list[TableReco
         while not record.game.game_over:
             seat = record.game.turn
             move = rng.choice(engine.legal_moves(record.game))
-            record = service.play(record, seat, move, None).record
+            change = service.play(record, seat, move, None)
+            record = change.record
+            if change.move is not None:
+                APPENDED[id(record)] = change.move
             states.append(record)
         runs.append(states)
     return runs
@@ -124,12 +133,33 @@ def main() -> None:
         after.to_blob()
         lobby_meta(before, after)
 
+    def written(before: TableRecord, after: TableRecord, memo: dict[str, Any]) -> None:
+        """What the commit writes: the move appended, or (a hand's end) the whole state."""
+        moved = APPENDED.get(id(after))
+        if moved is not None:
+            entry = msgpack.unpackb(moved)
+            move_entry(entry[0], engine.move_from_data(entry[1]), entry[2])
+        else:
+            after.to_blob()
+        lobby_meta(before, after)
+
     stored = {id(after): after.to_blob() for states in runs for after in states[1:]}
 
     def decode(before: TableRecord, after: TableRecord, memo: dict[str, Any]) -> None:
         TableRecord.from_blob(stored[id(after)])
 
+    def noticed(before: TableRecord, after: TableRecord, memo: dict[str, Any]) -> None:
+        """What another process does with the notice: the appended move played onto the
+        version before, or the whole state decoded."""
+        moved = APPENDED.get(id(after))
+        if moved is not None:
+            before.replayed(msgpack.unpackb(moved))
+        else:
+            TableRecord.from_blob(stored[id(after)])
+
     sizes = [len(blob) for blob in stored.values()]
+    writes = [len(APPENDED.get(id(after), stored[id(after)]))
+              for states in runs for after in states[1:]]
     print(json.dumps({
         "bench": "move_path", "preset": args.preset, "players": args.players, "moves": moves,
         "apply_us": cpu_us(apply, runs, moves),
@@ -140,6 +170,10 @@ def main() -> None:
         "state_and_summary_blobs_us": cpu_us(blobs, runs, moves),
         "state_decode_us": cpu_us(decode, runs, moves),
         "state_blob_bytes_mean": round(sum(sizes) / len(sizes)),
+        "state_and_summary_written_us": cpu_us(written, runs, moves),
+        "state_noticed_us": cpu_us(noticed, runs, moves),
+        "state_written_bytes_mean": round(sum(writes) / len(writes)),
+        "appended_share": round(len(APPENDED) / moves, 3),
     }))
 
 
