@@ -105,6 +105,25 @@ class Change:
     move: bytes | None = None
 
 
+def _from_notice(cached: Loaded | None, version: int, state: bytes | None,
+                 moves: tuple[bytes, ...]) -> Loaded | None:
+    """The table at ``version`` from what notices carried (`TableService.noticed`): the state
+    they carried, or this process's copy of the version before the moves, with the moves
+    played again; None when that copy is not at hand (the table is read from Redis then)."""
+    if state is not None:
+        record, appended = stored_state(state)
+    elif cached is not None and cached.version == version - len(moves):
+        record, appended = cached.record, cached.appended
+    else:
+        return None
+    try:
+        for move in moves:
+            record = record.replayed(msgpack.unpackb(move))
+    except (ValueError, TypeError, engine.EngineError):
+        return None
+    return Loaded(version, record, {}, appended + len(moves))
+
+
 def unknown_table(table_id: str) -> Rejected:
     """The answer for a table that does not exist -- and, word for word, for a private table
     asked for without its invite, so that probing ids tells nothing."""
@@ -236,10 +255,12 @@ class TableService:
         self.scheduler: Scheduler | None = None  # this process's, while `run_deadlines` runs
         self._hints: OrderedDict[tuple[str, int, int], dict[str, object]] = OrderedDict()
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
-        # The states other processes' notices carried (table -> version, state blob, and
-        # whether it is only the move appended to the version before, `move_entry`), read into
-        # the cache only if this process writes that version next (`_cached`).
-        self._noticed: OrderedDict[str, tuple[int, bytes, bool]] = OrderedDict()
+        # What other processes' notices carried (table -> version, the state blob or None, the
+        # moves appended since: to that state, or with None to this process's copy of the
+        # version before them), read into the cache only if this process writes that version
+        # next (`_cached`).
+        self._noticed: OrderedDict[str, tuple[int, bytes | None, tuple[bytes, ...]]] = \
+            OrderedDict()
         self._render_pool: ProcessPoolExecutor | None = None  # started on the first render
         self._render_slot = asyncio.Semaphore(1)
         self._rendering: dict[tuple[str, str], asyncio.Future[bytes]] = {}
@@ -529,20 +550,7 @@ class TableService:
             del self._noticed[table_id]  # this process has that version, or a newer one
         elif noticed is not None and expected in (None, noticed[0]):
             del self._noticed[table_id]
-            version, blob, appended_move = noticed
-            if not appended_move:
-                record, moves = stored_state(blob)
-                cached = Loaded(version, record, {}, moves)
-            elif cached is not None and cached.version == version - 1:
-                # the move appended to the version this process holds: played again here
-                try:
-                    record = cached.record.replayed(msgpack.unpackb(blob))
-                except (ValueError, TypeError, engine.EngineError):
-                    cached = None  # read from Redis instead
-                else:
-                    cached = Loaded(version, record, {}, cached.appended + 1)
-            else:
-                cached = None
+            cached = _from_notice(cached, *noticed)
         if cached is None or (expected is not None and cached.version != expected):
             return None
         self._remember(table_id, cached)
@@ -557,7 +565,12 @@ class TableService:
         if (cached is not None and cached.version >= version) \
                 or (known is not None and known[0] >= version):
             return  # its own commit, or a notice that arrived late
-        self._noticed[table_id] = (version, state, move)
+        if not move:
+            self._noticed[table_id] = (version, state, ())
+        elif known is not None and known[0] == version - 1:  # the moves in a row
+            self._noticed[table_id] = (version, known[1], (*known[2], state))
+        else:
+            self._noticed[table_id] = (version, None, (state,))
         self._noticed.move_to_end(table_id)
         while len(self._noticed) > CACHE_TABLES:
             self._noticed.popitem(last=False)

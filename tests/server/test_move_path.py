@@ -182,6 +182,41 @@ async def test_a_move_after_another_process_commit_starts_from_the_state_its_not
         assert apply_ops(before[aud], ops) == (await fresh.snapshot(table_id, aud))[1]
 
 
+async def test_moves_in_a_row_noticed_are_played_onto_the_version_the_process_holds(
+        redis_client: redis.asyncio.Redis) -> None:
+    """Three moves another process appended, each told by its notice, then a move here: no
+    read of the table, and what it committed is what a fresh read finds."""
+    one, other = service_on(redis_client), service_on(redis_client)
+    table_id, _ = await new_table(one, rules="draw")
+    pubsub = redis_client.pubsub()
+    await pubsub.subscribe(one.notice_channel(table_id))
+    version, _ = await other.snapshot(table_id, "s")  # the other process holds this version
+    rng = random.Random(8)
+    for n in range(3):  # a hand of seven tiles each does not end in three moves
+        await play_random(one, table_id, rng, f"m{n}")
+    notices = []
+    while len(notices) < 3:
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
+        notice = committed_notice(message["data"]) if message is not None else None
+        if notice is not None:
+            notices.append(notice)
+    await pubsub.aclose()
+    for notice in notices:
+        assert notice.state is None and notice.move is not None
+        other.noticed(table_id, notice.version, notice.move, move=True)
+    _, doc = await one.snapshot(table_id, "s")
+    seat = doc["game"]["turn"]
+    _, own = await one.snapshot(table_id, str(seat))
+    calls = await command_calls(redis_client)
+    assert await other.submit(table_id, seat, own["game"]["legal"][0], version + 3, "m3") \
+        == version + 4
+    grown = await command_calls(redis_client)
+    assert grown["evalsha"] == calls["evalsha"] + 1
+    assert grown.get("mget", 0) == calls.get("mget", 0)
+    fresh = service_on(redis_client)
+    assert (await fresh.load(table_id)).record == other._cache[table_id].record
+
+
 async def test_every_commit_is_told_with_the_frames_it_stored(
         pair: tuple[TableService, TableService]) -> None:
     one, _ = pair
