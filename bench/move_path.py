@@ -38,7 +38,8 @@ from server.record import PLAYING, TableRecord, audience_viewer, move_entry
 from server.table_config import parse_create_request
 from server.tables import TableService, lobby_meta
 
-APPENDED: dict[int, bytes] = {}  # id(record after a move) -> the move, when it was appended
+# id(record after a move) -> (seat, move, its entry), when the commit appends it
+APPENDED: dict[int, tuple[int, engine.Move, bytes]] = {}
 
 
 def recorded_moves(preset: str, players: int, games: int) -> list[list[TableRecord]]:
@@ -58,7 +59,7 @@ def recorded_moves(preset: str, players: int, games: int) -> list[list[TableReco
             change = service.play(record, seat, move, None)
             record = change.record
             if change.move is not None:
-                APPENDED[id(record)] = change.move
+                APPENDED[id(record)] = (seat, move, change.move)
             states.append(record)
         runs.append(states)
     return runs
@@ -137,8 +138,7 @@ def main() -> None:
         """What the commit writes: the move appended, or (a hand's end) the whole state."""
         moved = APPENDED.get(id(after))
         if moved is not None:
-            entry = msgpack.unpackb(moved)
-            move_entry(entry[0], engine.move_from_data(entry[1]), entry[2])
+            move_entry(moved[0], moved[1], 0)
         else:
             after.to_blob()
         lobby_meta(before, after)
@@ -153,12 +153,12 @@ def main() -> None:
         version before, or the whole state decoded."""
         moved = APPENDED.get(id(after))
         if moved is not None:
-            before.replayed(msgpack.unpackb(moved))
+            before.replayed(msgpack.unpackb(moved[2]))
         else:
             TableRecord.from_blob(stored[id(after)])
 
     sizes = [len(blob) for blob in stored.values()]
-    writes = [len(APPENDED.get(id(after), stored[id(after)]))
+    writes = [len(APPENDED[id(after)][2] if id(after) in APPENDED else stored[id(after)])
               for states in runs for after in states[1:]]
     print(json.dumps({
         "bench": "move_path", "preset": args.preset, "players": args.players, "moves": moves,

@@ -146,7 +146,7 @@ class TableRecord:
         return stored_state(blob)[0]
 
     @classmethod
-    def from_data(cls, data: Any) -> TableRecord:
+    def from_data(cls, data: Mapping[str, Any]) -> TableRecord:
         """The record of `to_blob`'s map, decoded."""
         past = data["game"].get("past")
         rounds = _finished_rounds(past) if isinstance(past, bytes) else None
@@ -164,13 +164,16 @@ class TableRecord:
             rematch=data.get("rematch"),  # absent from blobs stored before rematches
         )
 
-    def replayed(self, entry: Any) -> TableRecord:
+    def replayed(self, entry: object) -> TableRecord:
         """The record after an appended move (`move_entry`, decoded): the move played again
         through the engine and the clocks charged as `TableService.play` charges them. A move
         that would not keep its hand going is never appended: ValueError."""
+        if not isinstance(entry, list | tuple) or len(entry) != 3:
+            raise ValueError("an appended move is [seat, move, ms]")
         seat, data, now_ms = entry
-        if self.status != PLAYING or self.next_hand is not None \
-                or not isinstance(now_ms, int):
+        if not isinstance(seat, int) or not isinstance(now_ms, int):
+            raise ValueError("an appended move is [seat, move, ms]")
+        if self.status != PLAYING or self.next_hand is not None:
             raise ValueError("an appended move needs a hand in play")
         game, _events = engine.apply(self.game, seat, engine.move_from_data(data))
         if not keeps_hand(self.game, game):
@@ -372,14 +375,19 @@ def stored_state(blob: bytes) -> tuple[TableRecord, int]:
     try:
         return TableRecord.from_data(msgpack.unpackb(blob)), 0
     except msgpack.ExtraData as more:  # (its stub lacks the two attributes it has)
-        record, rest = TableRecord.from_data(cast(Any, more).unpacked), cast(Any, more).extra
-    moves = msgpack.Unpacker()
-    moves.feed(rest)
-    appended = 0
-    for entry in moves:
+        return with_moves(TableRecord.from_data(cast(Any, more).unpacked), cast(Any, more).extra)
+
+
+def with_moves(record: TableRecord, moves: bytes) -> tuple[TableRecord, int]:
+    """(``record`` with ``moves`` played again, how many): ``moves`` is `move_entry` after
+    `move_entry`, as they follow a stored state or came with notices."""
+    unpacker = msgpack.Unpacker()
+    unpacker.feed(moves)
+    played = 0
+    for entry in unpacker:
         record = record.replayed(entry)
-        appended += 1
-    return record, appended
+        played += 1
+    return record, played
 
 
 def _map_header(n: int) -> bytes:

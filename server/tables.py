@@ -45,6 +45,7 @@ from server.record import (
     keeps_hand,
     move_entry,
     stored_state,
+    with_moves,
 )
 from server.rejected import Rejected
 from server.settings import Settings
@@ -118,11 +119,10 @@ def _from_notice(cached: Loaded | None, version: int, state: bytes | None,
     else:
         return None
     try:
-        for move in moves:
-            record = record.replayed(msgpack.unpackb(move))
+        record, played = with_moves(record, b"".join(moves))
     except (ValueError, TypeError, engine.EngineError):
         return None
-    return Loaded(version, record, {}, appended + len(moves))
+    return Loaded(version, record, {}, appended + played)
 
 
 def unknown_table(table_id: str) -> Rejected:
@@ -601,16 +601,16 @@ class TableService:
         ops_of = change.record.move_ops(loaded.record, version) if loaded.version > 0 else None
         # A move that keeps its hand going is appended to the stored state (its notice carries
         # only the move too), up to `append_max` moves; anything else writes the whole state.
-        appended = change.move if loaded.version > 0 and loaded.appended < self.append_max \
+        entry = change.move if loaded.version > 0 and loaded.appended < self.append_max \
             else None
-        moves = loaded.appended + 1 if appended is not None else 0
+        appended = loaded.appended + 1 if entry is not None else 0
         if ops_of is not None:
-            new = Loaded(version, change.record, {}, moves)
+            new = Loaded(version, change.record, {}, appended)
         else:
             before = self._doc(loaded, SPECTATORS)
             docs = change.record.documents(
                 version, (loaded.record, before) if before is not None else None)
-            new = Loaded(version, change.record, dict(docs), moves)
+            new = Loaded(version, change.record, dict(docs), appended)
             shared: Memo = {}  # the audiences' documents share parts: each is compared once
             ops_of = {audience: diff(self._doc(loaded, audience), doc, shared)
                       for audience, doc in docs.items()}
@@ -622,7 +622,7 @@ class TableService:
         status = change.record.status
         due = self.due_ms(change.record, now)
         had_due = loaded.version > 0 and self.due_ms(loaded.record, now) is not None
-        state = appended if appended is not None else change.record.to_blob()
+        state = entry if entry is not None else change.record.to_blob()
         # a game going on keeps every key without expiry: set once, when it starts
         lifetime: int | Literal["keep"] = "keep" if status == PLAYING \
             and loaded.record.status == PLAYING and loaded.version > 0 \
@@ -631,7 +631,7 @@ class TableService:
         subscribed = listening.begin_commit(table_id) if listening is not None else None
         try:
             result = await self.store.commit(
-                table_id, loaded.version, state, meta, frames, append=appended is not None,
+                table_id, loaded.version, state, meta, frames, append=entry is not None,
                 client=client, token=change.token, require=require, lifetime_ms=lifetime,
                 # tables without bots or clocks leave the deadlines alone
                 due_ms=due if due is not None or had_due else "keep", subscribed=subscribed)
