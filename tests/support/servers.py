@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import signal
@@ -161,11 +162,25 @@ class GameClient:
 
     @classmethod
     async def close_all(cls) -> None:
-        while cls.opened:
-            await cls.opened.pop().close()
+        opened, cls.opened = cls.opened, []
+        await asyncio.gather(*(client.close() for client in opened))
 
     async def close(self) -> None:
-        await self.socket.close()
+        """The closing handshake, reading past what the test left unread meanwhile (a socket
+        that holds unread frames stops reading and would only see the server's close frame
+        after its close timeout)."""
+        async def discard() -> None:
+            with contextlib.suppress(websockets.ConnectionClosed):
+                while True:
+                    await self.socket.recv()
+
+        reader = asyncio.create_task(discard())
+        try:
+            await self.socket.close()
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
 
     async def send(self, message: Any) -> None:
         await self.socket.send(msgpack.packb(message))
