@@ -10,9 +10,12 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import functools
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,6 +36,14 @@ from tests.support import pg_server
 REPO = Path(__file__).resolve().parents[2]
 
 
+@functools.cache
+def _logs() -> str:
+    """This test run's directory for server logs, removed when the run ends."""
+    path = tempfile.mkdtemp(prefix="dominoes-server-logs-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 class ServiceProcess:
     def __init__(
         self, redis_url: str, *, port: int | None = None, env: dict[str, str] | None = None
@@ -41,7 +52,7 @@ class ServiceProcess:
         self.port = port or free_port()
         self.extra_env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = Path(tempfile.mkstemp(prefix="dominoes-server-", suffix=".log")[1])
+        self.log_path = Path(tempfile.mkstemp(prefix="server-", suffix=".log", dir=_logs())[1])
 
     @property
     def url(self) -> str:
