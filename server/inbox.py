@@ -6,6 +6,8 @@ a rematch) is a msgpack map with a string ``t``, published on the Redis channel
 ``inbox:<player id>`` (server.store.inbox_channel); the player's websocket ``/ws/me`` (on
 whichever process holds it) relays it as it is. Publishing is fire and forget: a notice
 nobody is listening for is lost, so everything a notice says can also be read over HTTP.
+One notice is the inbox's own and not relayed: ``sessions_ended`` (server.store.SESSIONS_ENDED,
+published by server.accounts), on which the player's sockets whose session ended are closed.
 
 Owns: `publish`; `Inbox`, the process's one registry player id -> local ``/ws/me`` sockets with
 its one Redis pub/sub connection (a player's channel is subscribed with the first of its
@@ -43,7 +45,7 @@ from server.metrics import Metrics
 from server.protocol import Close
 from server.redis_link import PubSubLink
 from server.seams import AppState, app_state
-from server.store import inbox_channel, online_key, publish_notice
+from server.store import SESSIONS_ENDED, inbox_channel, online_key, publish_notice
 
 PRESENCE_TTL_S = 60.0  # a process's presence entry for a player lasts this long ...
 PRESENCE_REFRESH_S = 20.0  # ... and is renewed this often while it holds a socket of theirs
@@ -52,6 +54,7 @@ INBOX_CLIENT_NAME = "dominoes-inbox-{pid}"  # the inbox pub/sub connection's CLI
 LOG_IN_FIRST = int(Close.LOG_IN_FIRST)
 INBOX_PREFIX = "inbox:"
 INBOX_ATTRIBUTE = "inbox"  # the attribute of Starlette's ``app.state`` that holds the Inbox
+_SESSIONS_ENDED = msgpack.packb({"t": SESSIONS_ENDED})  # as server.store publishes it
 
 # The unread messages of a player (server.social's ``messages``), not counting those of the
 # players they blocked.
@@ -196,11 +199,15 @@ class Inbox:
             with contextlib.suppress(*DB_DOWN):
                 await self._close_ended_sessions()
 
-    async def _close_ended_sessions(self) -> None:
-        """Close (4008) the sockets whose session has expired or ended since they opened: a
-        log out (everywhere), a new password or a deleted account stops the notices within
-        PRESENCE_REFRESH_S."""
-        sockets = [s for group in self.sockets.values() for s in group if s.session]
+    async def _close_ended_sessions(self, player_id: int | None = None) -> None:
+        """Close (4008) the sockets (of ``player_id``; None: of everyone) whose session has
+        expired or ended since they opened. A log out (everywhere), a new password or a
+        deleted account says so on the player's channel (server.accounts), which closes them
+        at once; this sweep, every PRESENCE_REFRESH_S, catches what that missed (Redis down
+        at the time) and the sessions that expired."""
+        groups = self.sockets.values() if player_id is None \
+            else [self.sockets.get(player_id, set())]
+        sockets = [s for group in groups for s in group if s.session]
         pool = sockets[0].state.postgres.pool if sockets else None
         if pool is None:
             return
@@ -246,30 +253,39 @@ class Inbox:
                 continue
             if message is not None:
                 try:
-                    self._dispatch(message)
+                    ended = self._dispatch(message)
+                    if ended is not None:
+                        with contextlib.suppress(*DB_DOWN):
+                            await self._close_ended_sessions(ended)
                 except Exception:  # one bad message must not stop the reader
                     event("inbox message failed", level=logging.ERROR, exc=True)
 
-    def _dispatch(self, message: Mapping[str, Any]) -> None:
+    def _dispatch(self, message: Mapping[str, Any]) -> int | None:
+        """Relay a notice to its player's sockets here; for the inbox's own notice that
+        sessions of the player ended (not relayed), the player's id, whose sockets the reader
+        then checks."""
         channel = message.get("channel")
         if isinstance(channel, bytes):
             channel = channel.decode()
         if not isinstance(channel, str) or not channel.startswith(INBOX_PREFIX):
-            return
+            return None
         suffix = channel[len(INBOX_PREFIX):]
         if not suffix.isdigit():
-            return
+            return None
         player_id = int(suffix)
         if message.get("type") == "subscribe":
             confirmed = self._confirmed.get(player_id)
             if confirmed is not None:
                 confirmed.set()
-            return
+            return None
         data = message.get("data")
         if message.get("type") != "message" or not isinstance(data, bytes):
-            return
+            return None
+        if data == _SESSIONS_ENDED:
+            return player_id
         for sock in list(self.sockets.get(player_id, ())):
             sock.deliver(data)
+        return None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Read the pub/sub and renew presence until ``stop`` is set."""

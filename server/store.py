@@ -429,6 +429,9 @@ def committed_notice(data: object) -> CommitNotice | None:
         return None
 
 
+SESSIONS_ENDED = "sessions_ended"  # the inbox's own notice: some session of the player ended
+
+
 async def publish_notice(redis: redis.asyncio.Redis, player_id: int,
                          notice: Mapping[str, Any]) -> None:
     """Publish ``notice`` (a map with a string 't') on the player's inbox channel."""

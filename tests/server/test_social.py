@@ -522,13 +522,40 @@ async def test_shutdown_closes_the_player_sockets_and_presence_goes(
         assert (await follows(ann))["friends"][0]["online"] is False
 
 
-async def test_the_player_socket_closes_once_its_session_has_ended(svc: ServiceProcess) -> None:
-    async with account(svc, "ann") as ann:
-        sock, _ = await hello_me(svc, ann)
-        ended = await ann.request("DELETE", "/api/sessions", json={})  # log out everywhere
-        assert ended.status_code == 204
-        # within one presence refresh (20 s), never to receive another notice
-        assert await close_code(sock, wait_s=40.0) == 4008
+ENDED_WITHIN_S = 3.0  # an ended session's sockets close at once (the sweep runs every 20 s)
+
+
+async def test_a_player_socket_closes_as_soon_as_its_session_ends_on_any_process(
+        pair: tuple[ServiceProcess, ServiceProcess]) -> None:
+    one, two = pair
+    async with account(one, "ann") as a, logged_in(two, "ann") as b, \
+            logged_in(one, "ann") as c, account(two, "bob") as bob:
+        a_one, _ = await hello_me(one, a)
+        a_two, _ = await hello_me(two, a)
+        b_two, _ = await hello_me(two, b)
+        c_one, _ = await hello_me(one, c)
+        bob_one, _ = await hello_me(one, bob)
+        # A log out ends that session only, wherever its sockets are.
+        assert (await b.request("DELETE", "/api/session", json={})).status_code == 204
+        assert await close_code(b_two, wait_s=ENDED_WITHIN_S) == 4008
+        # A new password ends every other session, not the one that set it.
+        changed = await a.post("/api/me/password", json={"password": "long enough",
+                                                         "new_password": "longer still"})
+        assert changed.status_code == 204, changed.text
+        assert await close_code(c_one, wait_s=ENDED_WITHIN_S) == 4008
+        for sock in (a_one, a_two):
+            await nothing_more(sock)
+        # Logging out everywhere ends the rest.
+        assert (await a.request("DELETE", "/api/sessions", json={})).status_code == 204
+        for sock in (a_one, a_two):
+            assert await close_code(sock, wait_s=ENDED_WITHIN_S) == 4008
+        # So does deleting the account; another player's socket stays open throughout.
+        bob_two, _ = await hello_me(two, bob)
+        await nothing_more(bob_one)
+        gone = await bob.request("DELETE", "/api/me", json={"password": "long enough"})
+        assert gone.status_code == 204, gone.text
+        for sock in (bob_one, bob_two):
+            assert await close_code(sock, wait_s=ENDED_WITHIN_S) == 4008
 
 
 async def test_the_player_socket_hears_messages_again_once_its_pub_sub_is_renewed(
