@@ -5,14 +5,19 @@ store's pipelined hiredis link (server.redis_link), on a private Redis.
 
 Commits versions of `--tables` tables with the commit script, `--concurrency` at a time, with
 arguments of a move's sizes (a 1.6 KB state, three frames of 300-400 B), through each path in
-turn, twice. Prints one JSON line: the process's CPU per commit (µs) for each path and pass,
-and Redis' own CPU per commit. Asserts nothing.
+turn, twice; then, through the link, commits shaped as a move within a hand is (`link_move`:
+the move appended to the stored state instead of the whole state, the client's move id
+remembered, the mover's seat token checked, the lobby summary unchanged, the notice left
+unpublished as for a process that is the table's only listener). Prints one JSON line: the
+process's CPU per commit (µs) for each path and pass, and Redis' own CPU per commit. Asserts
+nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import sys
@@ -30,6 +35,9 @@ from server.store import Store
 STATE = os.urandom(1600)
 META = os.urandom(200)
 FRAMES = {"0": os.urandom(380), "1": os.urandom(380), "s": os.urandom(300)}
+MOVE = os.urandom(30)  # an appended move (server.record.move_entry) is about this long
+TOKEN = "t" * 43  # a seat token's hash as the store keeps it
+MOVE_IDS = itertools.count()  # the clients' move ids, each used once
 
 
 def cpu_s(pid: int) -> float:
@@ -39,15 +47,24 @@ def cpu_s(pid: int) -> float:
 
 
 async def run(store: Store, tables: int, commits: int, concurrency: int,
-              versions: dict[str, int]) -> None:
-    """`commits` commits spread over the tables, `concurrency` callers at a time."""
+              versions: dict[str, int], move: bool = False) -> None:
+    """`commits` commits spread over the tables, `concurrency` callers at a time, each on
+    tables of its own (so that every commit lands; `move`: shaped as a move within a hand)."""
     per_caller = commits // concurrency
+    owned = max(1, tables // concurrency)  # caller k commits tables k, k + concurrency, ...
 
     async def caller(k: int) -> None:
         for i in range(per_caller):
-            table = f"bench{(k + i * concurrency) % tables:03d}"
-            result = await store.commit(table, versions[table], STATE, META, FRAMES,
-                                        lifetime_ms="keep", due_ms="keep")
+            table = f"bench{k + concurrency * (i % owned):03d}"
+            if move:
+                result = await store.commit(
+                    table, versions[table], MOVE, b"", FRAMES, append=True,
+                    client=(k, f"{next(MOVE_IDS)}"), require=(0, TOKEN), lifetime_ms="keep",
+                    due_ms="keep", subscribed=True)
+            else:
+                result = await store.commit(table, versions[table], STATE, META, FRAMES,
+                                            lifetime_ms="keep", due_ms="keep")
+            assert result.outcome == "ok", result
             versions[table] = result.version
 
     await asyncio.gather(*(caller(k) for k in range(concurrency)))
@@ -63,9 +80,10 @@ async def main(args: argparse.Namespace) -> dict[str, object]:
             plain = Store(client)
             plain.close()
             plain._link = None  # the redis-py path the store takes on a cluster
-            versions = {f"bench{t:03d}": 0 for t in range(args.tables)}
+            versions = {f"bench{t:03d}": 0 for t in range(max(args.tables, args.concurrency))}
             for table in versions:
-                versions[table] = (await linked.commit(table, 0, STATE, META, FRAMES)).version
+                versions[table] = (await linked.commit(table, 0, STATE, META, FRAMES,
+                                                       token=("set", 0, TOKEN))).version
             out: dict[str, object] = {"bench": "commit_path", "commits": args.commits,
                                       "tables": args.tables, "concurrency": args.concurrency}
             pid = int((await client.info("server"))["process_id"])
@@ -77,6 +95,14 @@ async def main(args: argparse.Namespace) -> dict[str, object]:
                         (time.process_time() - cpu) / args.commits * 1e6, 1)
                     out[f"{name}_redis_us_{n}"] = round(
                         (cpu_s(pid) - redis_cpu) / args.commits * 1e6, 1)
+            for n in (1, 2):
+                cpu, redis_cpu = time.process_time(), cpu_s(pid)
+                await run(linked, args.tables, args.commits, args.concurrency, versions,
+                          move=True)
+                out[f"link_move_us_{n}"] = round(
+                    (time.process_time() - cpu) / args.commits * 1e6, 1)
+                out[f"link_move_redis_us_{n}"] = round(
+                    (cpu_s(pid) - redis_cpu) / args.commits * 1e6, 1)
             linked.close()
             await client.aclose()
             return out
