@@ -40,7 +40,7 @@ from server.lobby import read_json
 from server.rejected import Rejected
 from server.seams import AppState, app_state
 from server.settings import Settings
-from server.store import SESSIONS_ENDED, player_key, publish_notice
+from server.store import player_key, publish_sessions_ended
 from server.text import USERNAME
 
 COOKIE = SESSION_COOKIE
@@ -291,7 +291,7 @@ async def _sessions_ended(request: Request, player_id: int) -> None:
     now (4008) rather than at the next sweep (server.inbox). Best effort: without Redis the
     sweep still closes them."""
     with contextlib.suppress(RedisError, OSError):
-        await publish_notice(_state(request).redis, player_id, {"t": SESSIONS_ENDED})
+        await publish_sessions_ended(_state(request).redis, player_id)
 
 
 @players_api

@@ -6,8 +6,9 @@ a rematch) is a msgpack map with a string ``t``, published on the Redis channel
 ``inbox:<player id>`` (server.store.inbox_channel); the player's websocket ``/ws/me`` (on
 whichever process holds it) relays it as it is. Publishing is fire and forget: a notice
 nobody is listening for is lost, so everything a notice says can also be read over HTTP.
-One notice is the inbox's own and not relayed: ``sessions_ended`` (server.store.SESSIONS_ENDED,
-published by server.accounts), on which the player's sockets whose session ended are closed.
+One notice is the inbox's own and not relayed: ``sessions_ended`` (server.store
+`publish_sessions_ended`, sent by server.accounts), on which the player's sockets whose session
+ended are closed.
 
 Owns: `publish`; `Inbox`, the process's one registry player id -> local ``/ws/me`` sockets with
 its one Redis pub/sub connection (a player's channel is subscribed with the first of its
@@ -54,7 +55,6 @@ INBOX_CLIENT_NAME = "dominoes-inbox-{pid}"  # the inbox pub/sub connection's CLI
 LOG_IN_FIRST = int(Close.LOG_IN_FIRST)
 INBOX_PREFIX = "inbox:"
 INBOX_ATTRIBUTE = "inbox"  # the attribute of Starlette's ``app.state`` that holds the Inbox
-_SESSIONS_ENDED = msgpack.packb({"t": SESSIONS_ENDED})  # as server.store publishes it
 
 # The unread messages of a player (server.social's ``messages``), not counting those of the
 # players they blocked.
@@ -281,7 +281,7 @@ class Inbox:
         data = message.get("data")
         if message.get("type") != "message" or not isinstance(data, bytes):
             return None
-        if data == _SESSIONS_ENDED:
+        if data == SESSIONS_ENDED:
             return player_id
         for sock in list(self.sockets.get(player_id, ())):
             sock.deliver(data)

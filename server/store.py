@@ -429,7 +429,13 @@ def committed_notice(data: object) -> CommitNotice | None:
         return None
 
 
-SESSIONS_ENDED = "sessions_ended"  # the inbox's own notice: some session of the player ended
+# The inbox's own notice, never relayed to a socket: some session of the player ended.
+SESSIONS_ENDED = bytes(msgpack.packb({"t": "sessions_ended"}))
+
+
+async def publish_sessions_ended(redis: redis.asyncio.Redis, player_id: int) -> None:
+    """Tell the player's inbox on every process that sessions of the player ended."""
+    await redis.publish(inbox_channel(player_id), SESSIONS_ENDED)
 
 
 async def publish_notice(redis: redis.asyncio.Redis, player_id: int,
