@@ -79,7 +79,7 @@ async def test_without_database_url_python_m_server_runs_an_embedded_cluster(
         os.chmod(name, 0o755)
         data = Path(name) / "data"
         service = ServiceProcess(redis_url, env={"DATABASE_URL": "", "DATA_DIR": str(data),
-                                                 "LOG_LEVEL": "INFO"})
+                                                 "LOG_LEVEL": "INFO"}, command=True)
         await asyncio.to_thread(service.start, 60.0)
         try:
             assert await _health(service) == {"ok": True, "postgres": "up"}

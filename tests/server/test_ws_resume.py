@@ -140,12 +140,13 @@ async def test_two_processes_on_one_redis_serve_one_table(redis_url: str) -> Non
 
 
 async def test_sigterm_closes_sockets_with_1001_and_every_table_resumes(redis_url: str) -> None:
-    server = ServiceProcess(redis_url, env=FAST).start()
+    # `python -m server` itself, as a service manager runs it: SIGTERM ends it with status 0.
+    server = ServiceProcess(redis_url, env=FAST, command=True).start()
     try:
         table, tokens, players = await seat_two_players(server)
         await play_to_end(dict(enumerate(players)), [], stop_after=4)
         held = [(p.v, p.doc) for p in players]
-        await asyncio.to_thread(server.stop)
+        assert await asyncio.to_thread(server.stop) == 0
         for client in players:
             await client.socket.wait_closed()
             assert client.socket.close_code == 1001
