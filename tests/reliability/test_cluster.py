@@ -57,7 +57,7 @@ async def test_games_over_two_processes_on_a_three_master_cluster_end_and_audit_
     cluster: LocalCluster,
 ) -> None:
     one = ServiceProcess(cluster.url, env=FAST)
-    two = ServiceProcess(cluster.url, env=FAST)
+    two = ServiceProcess(cluster.url, env=FAST, command=True)  # its own interpreter
     await start(one)
     await start(two)
     try:
@@ -118,7 +118,7 @@ async def test_games_on_a_cluster_end_and_audit_clean_while_readers_die_and_slot
     cluster: LocalCluster,
 ) -> None:
     one = ServiceProcess(cluster.url, env=FAST)
-    two = ServiceProcess(cluster.url, env=FAST)
+    two = ServiceProcess(cluster.url, env=FAST, command=True)  # its own interpreter
     await start(one)
     await start(two)
     try:

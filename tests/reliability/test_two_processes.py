@@ -44,7 +44,9 @@ async def test_seats_and_spectators_split_over_two_processes_get_identical_frame
     own_redis: RedisServer,
 ) -> None:
     one = ServiceProcess(own_redis.url, env=FAST)
-    two = ServiceProcess(own_redis.url, env=FAST)
+    # python -m server itself for the second: a process of its own interpreter (its own hash
+    # seed), so nothing shared between processes may depend on one interpreter's ordering.
+    two = ServiceProcess(own_redis.url, env=FAST, command=True)
     await start(one)
     await start(two)
     try:

@@ -110,7 +110,9 @@ async def test_a_killed_server_loses_no_acknowledged_move(redis_url: str) -> Non
 
 
 async def test_two_processes_on_one_redis_serve_one_table(redis_url: str) -> None:
-    with ServiceProcess(redis_url, env=FAST) as one, ServiceProcess(redis_url, env=FAST) as two:
+    # The second in an interpreter of its own (its own hash seed), not forked like the first.
+    with ServiceProcess(redis_url, env=FAST) as one, \
+            ServiceProcess(redis_url, env=FAST, command=True) as two:
         async with httpx.AsyncClient(base_url=one.url) as http:
             table = await create_table(http, rules=RULES, players=2)
             tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]

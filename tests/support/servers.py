@@ -5,8 +5,10 @@ free port and waits for /healthz (on the session's PostgreSQL, tests/support/pg_
 ``env`` names a DATABASE_URL): ``.url``, ``.ws_url``, ``.stop()`` (SIGTERM), ``.kill()``
 (SIGKILL), ``.restart()``. The process is forked from a process that has already imported the
 server (multiprocessing's forkserver, started on first use), so a start takes about 0.15 s
-instead of the 0.7 s of a new interpreter importing everything; ``command=True`` runs
-``python -m server`` itself, for tests of the command.
+instead of the 0.7 s of a new interpreter importing everything. Forked processes share the
+forkserver's hash seed, so ``command=True`` (``python -m server`` itself, in an interpreter of
+its own) runs tests of the command and one process of the multi-process tests, where nothing
+shared between processes may depend on one interpreter's ordering.
 ``GameClient`` is an async client (websockets + msgpack) that keeps its document in sync with
 ``server.diff.apply_ops`` and records every byte it receives.
 """
