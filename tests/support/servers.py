@@ -191,7 +191,7 @@ class ServiceProcess:
                 raise RuntimeError(f"server exited early:\n{self.log()}")
             if self.healthy():
                 return self
-            time.sleep(0.05)
+            time.sleep(0.01)
         self.kill()
         raise RuntimeError(f"server did not become healthy:\n{self.log()}")
 
