@@ -28,13 +28,13 @@ import json
 import logging
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
 from typing import Any
 
 from server import bot_worker
 from server.archive import PG_ERRORS, ArchiveUnavailable, unavailable, unknown_game
 from server.db import Pool, Postgres
 from server.metrics import Metrics
+from server.processes import worker_pool
 from server.store import TABLE_ID
 from server.tables import invite_matches
 
@@ -93,8 +93,7 @@ class Analyst:
         return pool
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=get_context("spawn"),
-                                   initializer=bot_worker.lower_priority)
+        return worker_pool(self.workers, bot_worker.lower_priority)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Analyse queued games until `stop` is set (nothing to do with no workers). Stopping

@@ -30,7 +30,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
-from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
@@ -39,6 +38,7 @@ import engine
 from engine.bots import BUDGETS, choose_move
 from server import bot_worker
 from server.fairness import CpuBudget, FairQueue
+from server.processes import worker_pool
 from server.record import FINISHED, PLAYING, STANDIN_BOT, WAITING, Seat, TableRecord, forfeit
 from server.rejected import Rejected
 from server.tables import Change, Loaded
@@ -181,7 +181,7 @@ class Scheduler:
                 pool.shutdown(wait=True, cancel_futures=True)
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=get_context("spawn"))
+        return worker_pool(self.workers)
 
     def _keep(self, awaitable: Awaitable[object]) -> None:
         """Run ``awaitable`` in the background; its failure is only logged."""

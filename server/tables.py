@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
-from multiprocessing import get_context
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,6 +30,7 @@ from redis.exceptions import RedisError
 import engine
 from server import protocol, replays
 from server.diff import Memo, diff
+from server.processes import worker_pool
 from server.record import (
     FINISHED,
     PLAYING,
@@ -483,8 +483,7 @@ class TableService:
         """`replays.render` in the render worker (one game at a time, off the event loop)."""
         async with self._render_slot:
             if self._render_pool is None:
-                self._render_pool = ProcessPoolExecutor(max_workers=1,
-                                                        mp_context=get_context("spawn"))
+                self._render_pool = worker_pool(1)
             loop = asyncio.get_running_loop()
             pool = self._render_pool
             try:

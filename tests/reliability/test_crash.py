@@ -10,6 +10,8 @@ acknowledged move lost, none applied twice, and no hidden tile in any frame or l
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,7 +21,13 @@ from tests.reliability.games import audit_table, seat_tables
 from tests.reliability.leaks import log_lines_naming_tiles
 from tests.reliability.robots import Robot
 from tests.support.redis_server import RedisServer
-from tests.support.servers import ServiceProcess
+from tests.support.servers import (
+    GameClient,
+    ServiceProcess,
+    create_table,
+    join,
+    play_to_end,
+)
 
 
 def versions(robots: dict[str, list[Robot]]) -> list[int]:
@@ -102,3 +110,74 @@ async def test_kill_9_mid_game_every_client_resumes_and_no_acknowledged_move_is_
     text = "\n".join(logs)
     assert '"msg":"hello"' in text  # the log was captured at INFO
     assert log_lines_naming_tiles(text) == []
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (children, their children, ...), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (command) state ppid ...": the command may hold spaces and parentheses
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if state != "Z":
+            parents[int(entry.name)] = int(ppid)
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` still running (a zombie has ended)."""
+    running = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            running.add(pid)
+    return running
+
+
+async def test_a_killed_server_leaves_no_worker_process_running(own_redis: RedisServer) -> None:
+    """A process killed with SIGKILL cannot shut its worker pools down: the bots' workers, the
+    analysis worker and the transcript renderer end by themselves once their server is gone,
+    instead of waiting for work forever (and holding their memory) after every crash."""
+    server = ServiceProcess(own_redis.url, env={**FAST, "BOT_WORKERS": "2",
+                                                "ANALYSIS_WORKERS": "1"},
+                            command=True)  # python -m server itself, as it is deployed
+
+    def pool_workers() -> set[int]:
+        found = set()
+        for pid in descendants(server.pid):
+            with contextlib.suppress(OSError):  # (one that ended meanwhile)
+                if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.add(pid)
+        return found
+
+    await start(server)
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            # A finished game: archived, so analysed (the analysis worker), and its
+            # transcript rendered (the renderer); the bots' workers start with the server.
+            table = await create_table(http, bots={"1": "greedy"},
+                                       rules={"preset": "all-fives", "target": 5})
+            player = await GameClient.connect(server.ws_url)
+            await player.hello(table, await join(http, table, 0, "ann"))
+            await play_to_end({0: player}, [])
+            assert (await http.get(f"/api/tables/{table}/transcript")).status_code == 200
+        # two bots' workers, the analysis worker, the renderer
+        await wait_for(lambda: len(pool_workers()) >= 4, 30)
+        workers = descendants(server.pid)  # multiprocessing's resource tracker too
+        server.kill()
+        await wait_for(lambda: not alive(workers), 10)
+    finally:
+        await stop(server)
