@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from server.processes import alive
 from tests.reliability.conftest import FAST, start, stop
 from tests.reliability.games import audit_table, seat_tables
 from tests.reliability.leaks import log_lines_naming_tiles
@@ -134,19 +135,6 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
-def alive(pids: set[int]) -> set[int]:
-    """Those of ``pids`` still running (a zombie has ended)."""
-    running = set()
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            running.add(pid)
-    return running
-
-
 async def test_a_killed_server_leaves_no_worker_process_running(own_redis: RedisServer) -> None:
     """A process killed with SIGKILL cannot shut its worker pools down: the bots' workers, the
     analysis worker and the transcript renderer end by themselves once their server is gone,
@@ -178,6 +166,6 @@ async def test_a_killed_server_leaves_no_worker_process_running(own_redis: Redis
         await wait_for(lambda: len(pool_workers()) >= 4, 30)
         workers = descendants(server.pid)  # multiprocessing's resource tracker too
         server.kill()
-        await wait_for(lambda: not alive(workers), 10)
+        await wait_for(lambda: not any(alive(pid) for pid in workers), 10)
     finally:
         await stop(server)
