@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.processes import alive
+from server import processes
 from tests.reliability.conftest import FAST, start, stop
 from tests.reliability.games import audit_table, seat_tables
 from tests.reliability.leaks import log_lines_naming_tiles
@@ -166,6 +166,6 @@ async def test_a_killed_server_leaves_no_worker_process_running(own_redis: Redis
         await wait_for(lambda: len(pool_workers()) >= 4, 30)
         workers = descendants(server.pid)  # multiprocessing's resource tracker too
         server.kill()
-        await wait_for(lambda: not any(alive(pid) for pid in workers), 10)
+        await wait_for(lambda: not any(processes.alive(pid) for pid in workers), 10)
     finally:
         await stop(server)
