@@ -13,8 +13,9 @@ sockets (spectators) every interval, as before.
 It also lets the server write a binary frame without the ASGI layers (`send_now`, offered to
 the application as the scope extension ``SEND_NOW``): when the socket is open and its transport
 is not paused, the frame is written at once, as uvicorn's own ``websocket.send`` would write it,
-without a message dict, an awaited event and the middleware's wrappers; otherwise the caller
-falls back to the ASGI ``send``, which waits for the transport.
+without a message dict, an awaited event and the middleware's wrappers (and, on a connection
+without compression, without websockets' frame object: `binary_frame` writes the same bytes);
+otherwise the caller falls back to the ASGI ``send``, which waits for the transport.
 
 And it lets the server read without them (`receive_now`, the scope extension ``RECEIVE_NOW``):
 the same messages as the ASGI ``receive`` (``websocket.receive``, ``websocket.disconnect``), in
@@ -40,9 +41,10 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidState
 from websockets.frames import Frame
 from websockets.http11 import Request
+from websockets.protocol import State
 
 __all__ = ["PAUSE_AT", "PROOF_INTERVALS", "RECEIVE_NOW", "SEND_NOW", "Inbox", "QuietPingProtocol",
-           "protocol_for", "receive_now_of", "send_now_of"]
+           "binary_frame", "protocol_for", "receive_now_of", "send_now_of"]
 
 PROOF_INTERVALS = 4  # a talking socket still answers a ping at least this often (intervals)
 PAUSE_AT = 8  # reading from a socket pauses while this many of its messages wait unread
@@ -136,11 +138,16 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
                 or self.disconnected or not self.writable.is_set() \
                 or self.transport.is_closing():
             return False
-        try:
-            self.conn.send_binary(data)
-        except InvalidState:
-            return False
-        self.transport.write(b"".join(self.conn.data_to_send()))
+        conn = self.conn
+        if conn.extensions or conn.expect_continuation_frame or conn.writes \
+                or conn.state is not State.OPEN:
+            try:  # websockets' own framing (compression, or anything out of the ordinary)
+                conn.send_binary(data)
+            except InvalidState:
+                return False
+            self.transport.write(b"".join(conn.data_to_send()))
+            return True
+        self.transport.write(binary_frame(data))
         return True
 
     def handle_bytes(self, event: Frame) -> None:
@@ -168,6 +175,21 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
             self.schedule_ping()
             return
         super().send_keepalive_ping()
+
+
+def binary_frame(data: bytes) -> bytes:
+    """`data` as one final, unmasked binary frame with no extension: the bytes websockets'
+    ``send_binary`` writes for it on a connection without compression, built without its
+    frame object and buffers (a move's frames are written this way to every socket)."""
+    size = len(data)
+    if size < 126:
+        return _HEADS[size] + data
+    if size < 65536:
+        return b"\x82\x7e" + size.to_bytes(2, "big") + data
+    return b"\x82\x7f" + size.to_bytes(8, "big") + data
+
+
+_HEADS = [bytes((0x82, size)) for size in range(126)]  # FIN + binary, then a 7-bit length
 
 
 def _offered(scope: object, name: str) -> object | None:

@@ -12,6 +12,7 @@ import contextlib
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
@@ -26,6 +27,7 @@ from server.keepalive import (
     PAUSE_AT,
     Inbox,
     QuietPingProtocol,
+    binary_frame,
     protocol_for,
     receive_now_of,
     send_now_of,
@@ -39,7 +41,8 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def serving(endpoint: Callable[[WebSocket], Awaitable[None]]) -> AsyncIterator[str]:
+async def serving(endpoint: Callable[[WebSocket], Awaitable[None]],
+                  deflate: bool = True) -> AsyncIterator[str]:
     async def route(websocket: WebSocket) -> None:
         await websocket.accept()
         await endpoint(websocket)
@@ -47,7 +50,7 @@ async def serving(endpoint: Callable[[WebSocket], Awaitable[None]]) -> AsyncIter
     app = Starlette(routes=[WebSocketRoute("/ws", route)])
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, ws=protocol_for("websockets-sansio"),
-                            log_level="warning", lifespan="off")
+                            ws_per_message_deflate=deflate, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:  # noqa: ASYNC110 (uvicorn offers no event to wait on)
@@ -74,7 +77,18 @@ async def test_the_server_protocol_offers_send_now() -> None:
     assert send_now_of(None) is None
 
 
-async def test_frames_written_at_once_arrive_in_order_among_asgi_sends() -> None:
+def test_a_frame_is_built_as_websockets_builds_it() -> None:
+    for size in (0, 1, 125, 126, 127, 65535, 65536, 70_000):  # 7-, 16- and 64-bit lengths
+        data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+        expected = Frame(Opcode.BINARY, data).serialize(mask=False)
+        assert binary_frame(data) == expected
+        assert binary_frame(bytearray(data)) == expected
+
+
+# Compressed (the client offers permessage-deflate and the server takes it): websockets frames
+# each message; not compressed (the server's default, WS_DEFLATE off): send_now frames it.
+@pytest.mark.parametrize("deflate", [True, False], ids=["compressed", "plain"])
+async def test_frames_written_at_once_arrive_in_order_among_asgi_sends(deflate: bool) -> None:
     results: list[bool] = []
 
     async def endpoint(websocket: WebSocket) -> None:
@@ -88,7 +102,7 @@ async def test_frames_written_at_once_arrive_in_order_among_asgi_sends() -> None
         await websocket.close(1000)
         results.append(send_now(b"after the close"))
 
-    async with serving(endpoint) as url, connect(url) as client:
+    async with serving(endpoint, deflate) as url, connect(url) as client:
         got = [message async for message in client]
     assert results == [True] * 20 + [False]
     expected = [b"asgi %d" % n if n % 3 == 0 else b"now %d " % n + bytes(range(256)) * n
@@ -96,7 +110,8 @@ async def test_frames_written_at_once_arrive_in_order_among_asgi_sends() -> None
     assert got == expected
 
 
-async def test_one_payload_fanned_out_reaches_every_socket_intact() -> None:
+@pytest.mark.parametrize("deflate", [True, False], ids=["compressed", "plain"])
+async def test_one_payload_fanned_out_reaches_every_socket_intact(deflate: bool) -> None:
     senders: list[Callable[[bytes], bool]] = []
     done = asyncio.Event()
 
@@ -108,7 +123,7 @@ async def test_one_payload_fanned_out_reaches_every_socket_intact() -> None:
         await websocket.close(1000)
 
     shared, small = b"\x01" * 70_000, b"seat's own"  # a 64-bit length, then a 7-bit one
-    async with serving(endpoint) as url:
+    async with serving(endpoint, deflate) as url:
         clients = [await connect(url, max_size=None) for _ in range(3)]
         while len(senders) < 3:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
