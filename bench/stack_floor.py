@@ -170,7 +170,8 @@ def serve(level: str, port: int, redis_url: str) -> None:
     protocol = Inline if inline else protocol_for("websockets-sansio")
     uvicorn.run(app, host="127.0.0.1", port=port, ws=protocol,
                 loop="uvloop", http="httptools", log_level="warning", access_log=False,
-                lifespan="off", ws_ping_interval=20.0)
+                lifespan="off", ws_ping_interval=20.0,
+                ws_per_message_deflate=False)  # as the server (WS_DEFLATE off)
 
 
 async def drive(port: int, sockets: int, rate: int, seconds: float, server_pid: int,

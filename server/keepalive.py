@@ -23,7 +23,11 @@ the same order and from the same queue, taken straight from the protocol instead
 Starlette's and the middleware's wrappers. The queue is an `Inbox` (a deque and one waiter rather
 than an ``asyncio.Queue``), and reading is paused only once `PAUSE_AT` messages wait unread
 (uvicorn pauses after every message and resumes once it is taken: two transport calls per frame),
-so a client that floods faster than the server reads still waits in its own TCP buffers.
+so a client that floods faster than the server reads still waits in its own TCP buffers. On a
+connection without compression, the binary frames a read brings whole while websockets' parser
+waits between two frames are taken by the protocol itself (`_take_frames`: the same messages and
+size limit, without websockets' generator-based parser and frame objects); anything else (a
+control frame, text, a fragment, a frame cut by the read) goes through websockets as before.
 
 Where the installed uvicorn lacks the hooks used here, its own protocol runs unchanged (and
 neither ``SEND_NOW`` nor ``RECEIVE_NOW`` is offered). Imports nothing of the server.
@@ -41,7 +45,13 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidState
 from websockets.frames import Frame
 from websockets.http11 import Request
-from websockets.protocol import State
+from websockets.protocol import Protocol, State
+from websockets.streams import StreamReader
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # pragma: no cover (websockets built without its C extension)
+    from websockets.utils import apply_mask
 
 __all__ = ["PAUSE_AT", "PROOF_INTERVALS", "RECEIVE_NOW", "SEND_NOW", "Inbox", "QuietPingProtocol",
            "binary_frame", "protocol_for", "receive_now_of", "send_now_of"]
@@ -52,6 +62,10 @@ _HOOKS = ("send_keepalive_ping", "schedule_ping", "handle_pong", "handle_bytes",
           "handle_connect", "send_receive_event_to_app", "receive")
 _STATE = ("handshake_complete", "close_sent", "initial_response", "disconnected", "writable",
           "conn", "transport", "queue", "read_paused")
+_FRAMES = ("frames", "curr_msg_data_type")  # what `_take_frames` sets of uvicorn's protocol
+_PARSER = ("reader", "parser", "current_size", "max_message_size", "max_fragment_size",
+           "extensions", "parser_exc")  # ... and reads of websockets' own
+_AT_EOF = StreamReader.at_eof.__code__  # where websockets' parser waits between two frames
 SEND_NOW = "dominoes.send_now"  # the scope extension: a callable (bytes) -> bool
 RECEIVE_NOW = "dominoes.receive_now"  # the scope extension: ASGI's receive, unwrapped
 
@@ -95,6 +109,7 @@ class Inbox:
 
 class QuietPingProtocol(WebSocketsSansIOProtocol):
     direct = False  # its queue is an Inbox and it offers SEND_NOW and RECEIVE_NOW
+    takes_frames = False  # it reads binary frames itself (`_take_frames`)
     heard = False  # a message arrived since the last ping time
     answered_at: float | None = None  # when the peer last answered a ping (loop time)
 
@@ -105,6 +120,8 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
             # still empty: nothing arrives before the connection
             self.queue = Inbox()  # type: ignore[assignment]  # (what uvicorn uses of a Queue)
             self.direct = True
+            self.takes_frames = all(hasattr(self, name) for name in _FRAMES) \
+                and all(hasattr(self.conn, name) for name in _PARSER)
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
@@ -113,6 +130,46 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
             extensions = cast(dict[str, object], scope.setdefault("extensions", {}))
             extensions[SEND_NOW] = self.send_now
             extensions[RECEIVE_NOW] = self.receive
+
+    def data_received(self, data: bytes) -> None:
+        """uvicorn's, except that whole final binary frames are taken here when websockets'
+        parser waits between two frames (`_take_frames`): the rest goes through it."""
+        if self.takes_frames and self.handshake_complete and not self.close_sent:
+            conn = self.conn
+            if conn.state is State.OPEN and conn.current_size is None and not conn.extensions \
+                    and conn.parser_exc is None and _between_frames(conn):
+                data = self._take_frames(data, conn)
+                if not data:
+                    return
+        super().data_received(data)
+
+    def _take_frames(self, data: bytes, conn: Protocol) -> bytes:
+        """Deliver the whole, final, masked binary frames that `data` starts with, as
+        websockets' parser and uvicorn's ``handle_bytes`` would (the same message, the same
+        limits: a frame over ``max_size`` is left to websockets, which refuses it); return
+        what follows them (anything else: a control frame, text, a fragment, a frame cut by
+        the read), which then starts at a frame's first byte."""
+        limit = conn.max_message_size
+        if conn.max_fragment_size is not None:
+            limit = conn.max_fragment_size if limit is None else min(limit, conn.max_fragment_size)
+        at, end = 0, len(data)
+        while end - at >= 6 and data[at] == 0x82 and data[at + 1] & 0x80:  # FIN binary, masked
+            size, start = data[at + 1] & 0x7F, at + 6
+            if size == 126:
+                if end - at < 8:
+                    break
+                size, start = int.from_bytes(data[at + 2:at + 4], "big"), at + 8
+            elif size == 127:
+                break
+            stop = start + size
+            if stop > end or (limit is not None and size > limit):
+                break
+            self.heard = True
+            self.curr_msg_data_type = "bytes"
+            self.frames = [apply_mask(data[start:stop], data[start - 4:start])]
+            self.send_receive_event_to_app()
+            at = stop
+        return data[at:] if at else data
 
     def send_receive_event_to_app(self) -> None:
         """uvicorn's, except that reading pauses only once `PAUSE_AT` messages wait."""
@@ -175,6 +232,17 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
             self.schedule_ping()
             return
         super().send_keepalive_ping()
+
+
+def _between_frames(conn: Protocol) -> bool:
+    """Whether websockets' parser waits for the first byte of a frame, nothing buffered."""
+    reader = conn.reader
+    if reader.buffer or reader.eof:
+        return False
+    waiting = conn.parser
+    while (inner := getattr(waiting, "gi_yieldfrom", None)) is not None:
+        waiting = inner
+    return getattr(waiting, "gi_code", None) is _AT_EOF
 
 
 def binary_frame(data: bytes) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -42,7 +43,7 @@ def free_port() -> int:
 
 @contextlib.asynccontextmanager
 async def serving(endpoint: Callable[[WebSocket], Awaitable[None]],
-                  deflate: bool = True) -> AsyncIterator[str]:
+                  deflate: bool = True, max_size: int = 16 * 1024 * 1024) -> AsyncIterator[str]:
     async def route(websocket: WebSocket) -> None:
         await websocket.accept()
         await endpoint(websocket)
@@ -50,7 +51,8 @@ async def serving(endpoint: Callable[[WebSocket], Awaitable[None]],
     app = Starlette(routes=[WebSocketRoute("/ws", route)])
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, ws=protocol_for("websockets-sansio"),
-                            ws_per_message_deflate=deflate, log_level="warning", lifespan="off")
+                            ws_per_message_deflate=deflate, ws_max_size=max_size,
+                            log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:  # noqa: ASYNC110 (uvicorn offers no event to wait on)
@@ -299,3 +301,148 @@ async def test_a_close_completes_while_unread_messages_wait() -> None:
         writer.close()
         assert client.close_rcvd is not None and client.close_rcvd.code == 4004
         assert asyncio.get_running_loop().time() - started < 5
+
+
+async def raw_client(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter,
+                                        ClientProtocol]:
+    """A connected websocket client with its socket in the test's hands (no compression)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1",
+                                                   int(url.split(":")[2].split("/")[0]))
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    client = ClientProtocol(parse_uri(url))
+    client.send_request(client.connect())
+    for data in client.data_to_send():
+        writer.write(data)
+    while client.state is State.CONNECTING:
+        client.receive_data(await reader.read(65536))
+    return reader, writer, client
+
+
+async def test_frames_cut_anywhere_by_the_reads_arrive_as_sent() -> None:
+    """Binary frames the protocol takes itself, among text, pings, a fragmented message and
+    frames of every length encoding, written in pieces cut at random: the very messages, in
+    order."""
+    read: list[object] = []
+    takes: list[bool] = []
+
+    async def endpoint(websocket: WebSocket) -> None:
+        receive_now = receive_now_of(websocket.scope)
+        assert receive_now is not None
+        takes.append(receive_now.__self__.takes_frames)  # type: ignore[attr-defined]
+        while (message := await receive_now())["type"] == "websocket.receive":
+            read.append(message.get("bytes", message.get("text")))
+
+    rng = random.Random(5)
+    sent: list[object] = []
+    async with serving(endpoint, deflate=False) as url:
+        reader, writer, client = await raw_client(url)
+        pieces: list[bytes] = []  # each frame's bytes (a fragmented message: two frames)
+        for n in range(400):
+            kind = rng.random()
+            if kind < 0.05:
+                client.send_ping(b"p%d" % n)
+            elif kind < 0.1:
+                client.send_text(f"text {n}".encode())
+                sent.append(f"text {n}")
+            elif kind < 0.13:
+                client.send_binary(b"first half %d," % n, fin=False)
+                client.send_continuation(b" second half", fin=True)
+                sent.append(b"first half %d, second half" % n)
+            else:
+                size = rng.choice([0, 1, 5, 120, 125, 126, 127, 300, 65535, 65536, 70_000])
+                payload = bytes(rng.getrandbits(8) for _ in range(min(size, 64))) * (
+                    size // 64 + 1)
+                sent.append(payload[:size])
+                client.send_binary(payload[:size])
+            pieces += client.data_to_send()
+        client.send_close(1000)
+        pieces += client.data_to_send()
+        while pieces:
+            count = rng.randint(1, 3)  # whole frames, one to three in a write ...
+            data, pieces = b"".join(pieces[:count]), pieces[count:]
+            if rng.random() < 0.4:  # ... or cut anywhere, the rest written next
+                cut = rng.randint(1, len(data))
+                data, rest = data[:cut], data[cut:]
+                pieces = [rest, *pieces] if rest else pieces
+            writer.write(data)
+            await writer.drain()
+            await asyncio.sleep(0.001)  # a read of its own
+        await reader.read()  # the server's close: everything before it was read
+        writer.close()
+    assert takes == [True]
+    assert read == sent
+
+
+@pytest.mark.parametrize("size", [999, 1000, 1001])
+async def test_a_frame_over_the_size_limit_closes_the_socket(size: int) -> None:
+    read: list[bytes] = []
+
+    async def endpoint(websocket: WebSocket) -> None:
+        receive_now = receive_now_of(websocket.scope)
+        assert receive_now is not None
+        while (message := await receive_now())["type"] == "websocket.receive":
+            read.append(message["bytes"])
+
+    async with serving(endpoint, deflate=False, max_size=1000) as url:
+        reader, writer, client = await raw_client(url)
+        client.send_binary(b"small")
+        client.send_binary(b"x" * size)
+        client.send_binary(b"after")
+        client.send_close(1000)
+        writer.write(b"".join(client.data_to_send()))
+        while client.state is not State.CLOSED and (data := await reader.read(65536)):
+            client.receive_data(data)
+        writer.close()
+    if size <= 1000:
+        assert read == [b"small", b"x" * size, b"after"]
+    else:
+        assert read == [b"small"]
+        assert client.close_rcvd is not None and client.close_rcvd.code == 1009
+
+
+async def test_an_unmasked_frame_closes_the_socket() -> None:
+    read: list[bytes] = []
+
+    async def endpoint(websocket: WebSocket) -> None:
+        receive_now = receive_now_of(websocket.scope)
+        assert receive_now is not None
+        while (message := await receive_now())["type"] == "websocket.receive":
+            read.append(message["bytes"])
+
+    async with serving(endpoint, deflate=False) as url:
+        reader, writer, client = await raw_client(url)
+        client.send_binary(b"masked")
+        writer.write(b"".join(client.data_to_send()))
+        writer.write(Frame(Opcode.BINARY, b"unmasked").serialize(mask=False, extensions=[]))
+        while client.state is not State.CLOSED and (data := await reader.read(65536)):
+            client.receive_data(data)
+        writer.close()
+    assert read == [b"masked"]
+    assert client.close_rcvd is not None and client.close_rcvd.code == 1002
+
+
+async def test_a_payload_that_looks_like_a_frame_is_read_as_the_payload() -> None:
+    """A frame whose header arrives alone, then a payload that is itself a frame's bytes: the
+    payload is the message (the protocol reads frames itself only between two frames)."""
+    read: list[bytes] = []
+
+    async def endpoint(websocket: WebSocket) -> None:
+        receive_now = receive_now_of(websocket.scope)
+        assert receive_now is not None
+        while (message := await receive_now())["type"] == "websocket.receive":
+            read.append(message["bytes"])
+
+    inner = Frame(Opcode.BINARY, b"inner").serialize(mask=True, extensions=[])
+    async with serving(endpoint, deflate=False) as url:
+        reader, writer, client = await raw_client(url)
+        for header in (bytes((0x82, 0x80 | len(inner))), b"\x00" * 4):  # a zero mask
+            writer.write(header)  # the length, then the mask, each read alone
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        writer.write(inner)
+        client.send_binary(b"next")
+        client.send_close(1000)
+        writer.write(b"".join(client.data_to_send()))
+        await reader.read()
+        writer.close()
+    assert read == [inner, b"next"]
