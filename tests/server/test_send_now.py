@@ -64,6 +64,41 @@ async def serving(endpoint: Callable[[WebSocket], Awaitable[None]],
         await task
 
 
+async def raw_client(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter,
+                                        ClientProtocol]:
+    """A connected websocket client with its socket in the test's hands (no compression)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1",
+                                                   int(url.split(":")[2].split("/")[0]))
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    client = ClientProtocol(parse_uri(url))
+    client.send_request(client.connect())
+    for data in client.data_to_send():
+        writer.write(data)
+    while client.state is State.CONNECTING:
+        client.receive_data(await reader.read(65536))
+    return reader, writer, client
+
+
+async def until_closed(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                       client: ClientProtocol) -> None:
+    """Read what the server sends until its close (or the end of the stream)."""
+    while client.state is not State.CLOSED and (data := await reader.read(65536)):
+        client.receive_data(data)
+    writer.close()
+
+
+def collecting(read: list[bytes]) -> Callable[[WebSocket], Awaitable[None]]:
+    """An endpoint that appends every binary message it reads directly to ``read``."""
+
+    async def endpoint(websocket: WebSocket) -> None:
+        receive_now = receive_now_of(websocket.scope)
+        assert receive_now is not None
+        while (message := await receive_now())["type"] == "websocket.receive":
+            read.append(message["bytes"])
+
+    return endpoint
+
+
 async def test_the_server_protocol_offers_send_now() -> None:
     assert protocol_for("websockets-sansio") is QuietPingProtocol
     offered: list[bool] = []
@@ -274,14 +309,7 @@ async def test_a_close_completes_while_unread_messages_wait() -> None:
         await websocket.close(4004)
 
     async with serving(endpoint) as url:
-        reader, writer = await asyncio.open_connection("127.0.0.1",
-                                                       int(url.split(":")[2].split("/")[0]))
-        client = ClientProtocol(parse_uri(url))
-        client.send_request(client.connect())
-        for data in client.data_to_send():
-            writer.write(data)
-        while client.state is State.CONNECTING:
-            client.receive_data(await reader.read(65536))
+        reader, writer, client = await raw_client(url)
         for n in range(30):  # one write: they arrive together and wait unread
             client.send_binary(b"ping %d" % n)
         writer.write(b"".join(client.data_to_send()))
@@ -301,21 +329,6 @@ async def test_a_close_completes_while_unread_messages_wait() -> None:
         writer.close()
         assert client.close_rcvd is not None and client.close_rcvd.code == 4004
         assert asyncio.get_running_loop().time() - started < 5
-
-
-async def raw_client(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter,
-                                        ClientProtocol]:
-    """A connected websocket client with its socket in the test's hands (no compression)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1",
-                                                   int(url.split(":")[2].split("/")[0]))
-    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    client = ClientProtocol(parse_uri(url))
-    client.send_request(client.connect())
-    for data in client.data_to_send():
-        writer.write(data)
-    while client.state is State.CONNECTING:
-        client.receive_data(await reader.read(65536))
-    return reader, writer, client
 
 
 async def test_frames_cut_anywhere_by_the_reads_arrive_as_sent() -> None:
@@ -376,13 +389,7 @@ async def test_frames_cut_anywhere_by_the_reads_arrive_as_sent() -> None:
 @pytest.mark.parametrize("size", [999, 1000, 1001])
 async def test_a_frame_over_the_size_limit_closes_the_socket(size: int) -> None:
     read: list[bytes] = []
-
-    async def endpoint(websocket: WebSocket) -> None:
-        receive_now = receive_now_of(websocket.scope)
-        assert receive_now is not None
-        while (message := await receive_now())["type"] == "websocket.receive":
-            read.append(message["bytes"])
-
+    endpoint = collecting(read)
     async with serving(endpoint, deflate=False, max_size=1000) as url:
         reader, writer, client = await raw_client(url)
         client.send_binary(b"small")
@@ -390,9 +397,7 @@ async def test_a_frame_over_the_size_limit_closes_the_socket(size: int) -> None:
         client.send_binary(b"after")
         client.send_close(1000)
         writer.write(b"".join(client.data_to_send()))
-        while client.state is not State.CLOSED and (data := await reader.read(65536)):
-            client.receive_data(data)
-        writer.close()
+        await until_closed(reader, writer, client)
     if size <= 1000:
         assert read == [b"small", b"x" * size, b"after"]
     else:
@@ -402,21 +407,13 @@ async def test_a_frame_over_the_size_limit_closes_the_socket(size: int) -> None:
 
 async def test_an_unmasked_frame_closes_the_socket() -> None:
     read: list[bytes] = []
-
-    async def endpoint(websocket: WebSocket) -> None:
-        receive_now = receive_now_of(websocket.scope)
-        assert receive_now is not None
-        while (message := await receive_now())["type"] == "websocket.receive":
-            read.append(message["bytes"])
-
+    endpoint = collecting(read)
     async with serving(endpoint, deflate=False) as url:
         reader, writer, client = await raw_client(url)
         client.send_binary(b"masked")
         writer.write(b"".join(client.data_to_send()))
         writer.write(Frame(Opcode.BINARY, b"unmasked").serialize(mask=False, extensions=[]))
-        while client.state is not State.CLOSED and (data := await reader.read(65536)):
-            client.receive_data(data)
-        writer.close()
+        await until_closed(reader, writer, client)
     assert read == [b"masked"]
     assert client.close_rcvd is not None and client.close_rcvd.code == 1002
 
@@ -425,13 +422,7 @@ async def test_a_payload_that_looks_like_a_frame_is_read_as_the_payload() -> Non
     """A frame whose header arrives alone, then a payload that is itself a frame's bytes: the
     payload is the message (the protocol reads frames itself only between two frames)."""
     read: list[bytes] = []
-
-    async def endpoint(websocket: WebSocket) -> None:
-        receive_now = receive_now_of(websocket.scope)
-        assert receive_now is not None
-        while (message := await receive_now())["type"] == "websocket.receive":
-            read.append(message["bytes"])
-
+    endpoint = collecting(read)
     inner = Frame(Opcode.BINARY, b"inner").serialize(mask=True, extensions=[])
     async with serving(endpoint, deflate=False) as url:
         reader, writer, client = await raw_client(url)
