@@ -64,7 +64,8 @@ _STATE = ("handshake_complete", "close_sent", "initial_response", "disconnected"
           "conn", "transport", "queue", "read_paused")
 _FRAMES = ("frames", "curr_msg_data_type")  # what `_take_frames` sets of uvicorn's protocol
 _PARSER = ("reader", "parser", "current_size", "max_message_size", "max_fragment_size",
-           "extensions", "parser_exc")  # ... and reads of websockets' own
+           "extensions", "parser_exc", "expect_continuation_frame", "writes")
+# ... and what it and `send_now` read of websockets' own
 _AT_EOF = StreamReader.at_eof.__code__  # where websockets' parser waits between two frames
 SEND_NOW = "dominoes.send_now"  # the scope extension: a callable (bytes) -> bool
 RECEIVE_NOW = "dominoes.receive_now"  # the scope extension: ASGI's receive, unwrapped
@@ -109,7 +110,7 @@ class Inbox:
 
 class QuietPingProtocol(WebSocketsSansIOProtocol):
     direct = False  # its queue is an Inbox and it offers SEND_NOW and RECEIVE_NOW
-    takes_frames = False  # it reads binary frames itself (`_take_frames`)
+    own_frames = False  # it reads and writes binary frames itself (`_take_frames`, `send_now`)
     heard = False  # a message arrived since the last ping time
     answered_at: float | None = None  # when the peer last answered a ping (loop time)
 
@@ -120,7 +121,7 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
             # still empty: nothing arrives before the connection
             self.queue = Inbox()  # type: ignore[assignment]  # (what uvicorn uses of a Queue)
             self.direct = True
-            self.takes_frames = all(hasattr(self, name) for name in _FRAMES) \
+            self.own_frames = all(hasattr(self, name) for name in _FRAMES) \
                 and all(hasattr(self.conn, name) for name in _PARSER)
 
     def handle_connect(self, event: Request) -> None:
@@ -134,7 +135,7 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
     def data_received(self, data: bytes) -> None:
         """uvicorn's, except that whole final binary frames are taken here when websockets'
         parser waits between two frames (`_take_frames`): the rest goes through it."""
-        if self.takes_frames and self.handshake_complete and not self.close_sent:
+        if self.own_frames and self.handshake_complete and not self.close_sent:
             conn = self.conn
             if conn.state is State.OPEN and conn.current_size is None and not conn.extensions \
                     and conn.parser_exc is None and _between_frames(conn):
@@ -196,8 +197,8 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
                 or self.transport.is_closing():
             return False
         conn = self.conn
-        if conn.extensions or conn.expect_continuation_frame or conn.writes \
-                or conn.state is not State.OPEN:
+        if not self.own_frames or conn.extensions or conn.expect_continuation_frame \
+                or conn.writes or conn.state is not State.OPEN:
             try:  # websockets' own framing (compression, or anything out of the ordinary)
                 conn.send_binary(data)
             except InvalidState:

@@ -336,12 +336,12 @@ async def test_frames_cut_anywhere_by_the_reads_arrive_as_sent() -> None:
     frames of every length encoding, written in pieces cut at random: the very messages, in
     order."""
     read: list[object] = []
-    takes: list[bool] = []
+    owns: list[bool] = []
 
     async def endpoint(websocket: WebSocket) -> None:
         receive_now = receive_now_of(websocket.scope)
         assert receive_now is not None
-        takes.append(receive_now.__self__.takes_frames)  # type: ignore[attr-defined]
+        owns.append(receive_now.__self__.own_frames)  # type: ignore[attr-defined]
         while (message := await receive_now())["type"] == "websocket.receive":
             read.append(message.get("bytes", message.get("text")))
 
@@ -382,7 +382,7 @@ async def test_frames_cut_anywhere_by_the_reads_arrive_as_sent() -> None:
             await asyncio.sleep(0.001)  # a read of its own
         await reader.read()  # the server's close: everything before it was read
         writer.close()
-    assert takes == [True]
+    assert owns == [True]
     assert read == sent
 
 
