@@ -23,7 +23,9 @@ the same order and from the same queue, taken straight from the protocol instead
 Starlette's and the middleware's wrappers. The queue is an `Inbox` (a deque and one waiter rather
 than an ``asyncio.Queue``), and reading is paused only once `PAUSE_AT` messages wait unread
 (uvicorn pauses after every message and resumes once it is taken: two transport calls per frame),
-so a client that floods faster than the server reads still waits in its own TCP buffers. On a
+so a client that floods faster than the server reads still waits in its own TCP buffers; what
+a read brought beyond that is held back as bytes (`unread`) and parsed `FEED_BYTES` at a time
+as the messages are taken, so a read of tiny frames never becomes thousands of messages. On a
 connection without compression, the binary frames a read brings whole while websockets' parser
 waits between two frames are taken by the protocol itself (`_take_frames`: the same messages and
 size limit, without websockets' generator-based parser and frame objects); anything else (a
@@ -41,6 +43,7 @@ from collections.abc import Callable
 from typing import cast
 
 from starlette.types import Message, Receive
+from uvicorn._types import ASGISendEvent
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 from websockets.frames import Frame
@@ -58,6 +61,7 @@ __all__ = ["PAUSE_AT", "PROOF_INTERVALS", "RECEIVE_NOW", "SEND_NOW", "Inbox", "Q
 
 PROOF_INTERVALS = 4  # a talking socket still answers a ping at least this often (intervals)
 PAUSE_AT = 8  # reading from a socket pauses while this many of its messages wait unread
+FEED_BYTES = 4096  # bytes parsed at a time while messages wait unread
 _HOOKS = ("send_keepalive_ping", "schedule_ping", "handle_pong", "handle_bytes", "handle_text",
           "handle_connect", "send_receive_event_to_app", "receive")
 _STATE = ("handshake_complete", "close_sent", "initial_response", "disconnected", "writable",
@@ -111,6 +115,9 @@ class Inbox:
 class QuietPingProtocol(WebSocketsSansIOProtocol):
     direct = False  # its queue is an Inbox and it offers SEND_NOW and RECEIVE_NOW
     own_frames = False  # it reads and writes binary frames itself (`_take_frames`, `send_now`)
+    # What reads brought beyond `PAUSE_AT` waiting messages, parsed up to `unread_at` (`_feed`)
+    unread: bytearray | None = None
+    unread_at = 0
     heard = False  # a message arrived since the last ping time
     answered_at: float | None = None  # when the peer last answered a ping (loop time)
 
@@ -133,28 +140,63 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
             extensions[RECEIVE_NOW] = self.receive
 
     def data_received(self, data: bytes) -> None:
-        """uvicorn's, except that whole final binary frames are taken here when websockets'
-        parser waits between two frames (`_take_frames`): the rest goes through it."""
-        if self.own_frames and self.handshake_complete and not self.close_sent:
-            conn = self.conn
-            if conn.state is State.OPEN and conn.current_size is None and not conn.extensions \
-                    and conn.parser_exc is None and _between_frames(conn):
-                data = self._take_frames(data, conn)
-                if not data:
-                    return
-        super().data_received(data)
+        """uvicorn's, except that a read is parsed only while fewer than `PAUSE_AT` messages
+        wait unread (`_feed`): what is left of it waits here, reading paused, until the
+        application takes them (`receive`)."""
+        if not self.direct or not self.handshake_complete:
+            super().data_received(data)
+        elif self.unread is not None:
+            self.unread += data  # behind what already waits
+        else:
+            self._feed(data)
 
-    def _take_frames(self, data: bytes, conn: Protocol) -> bytes:
-        """Deliver the whole, final, masked binary frames that `data` starts with, as
-        websockets' parser and uvicorn's ``handle_bytes`` would (the same message, the same
-        limits: a frame over ``max_size`` is left to websockets, which refuses it); return
-        what follows them (anything else: a control frame, text, a fragment, a frame cut by
-        the read), which then starts at a frame's first byte."""
+    def _feed(self, data: bytes | bytearray, at: int = 0) -> None:
+        """Parse `data` from `at` on -- whole final binary frames here (`_take_frames`) when
+        websockets' parser waits between two frames, anything else through it, `FEED_BYTES`
+        at a time -- until `PAUSE_AT` messages wait unread; keep the rest in `unread`, reading
+        paused (`data` is `unread` itself when it is parsed on: then only `unread_at` moves).
+        Once a close was sent, nothing is queued any more and everything is parsed at once."""
+        end = len(data)
+        while at < end:
+            if self.close_sent:
+                super().data_received(bytes(data[at:]))
+                break
+            if self.queue.qsize() >= PAUSE_AT:
+                if data is not self.unread:
+                    self.unread = bytearray(data[at:])
+                    at = 0
+                self.unread_at = at
+                if not self.read_paused:
+                    self.read_paused = True
+                    self.transport.pause_reading()
+                return
+            conn = self.conn
+            if self.own_frames and conn.state is State.OPEN and conn.current_size is None \
+                    and not conn.extensions and conn.parser_exc is None and _between_frames(conn):
+                taken = self._take_frames(data, at, conn)
+                if taken > at:
+                    at = taken
+                    continue
+            piece = bytes(data[at:at + FEED_BYTES])
+            super().data_received(piece)
+            at += len(piece)
+            if conn.parser_exc is not None or self.transport.is_closing():
+                break  # refused (and closed): the rest is of no use
+        if data is self.unread:
+            self.unread, self.unread_at = None, 0
+
+    def _take_frames(self, data: bytes | bytearray, at: int, conn: Protocol) -> int:
+        """Deliver the whole, final, masked binary frames of `data` from `at` on, as websockets'
+        parser and uvicorn's ``handle_bytes`` would (the same message, the same limits: a frame
+        over ``max_size`` is left to websockets, which refuses it), until `PAUSE_AT` messages
+        wait; return where they end (anything else: a control frame, text, a fragment, a frame
+        cut by the read, is left there, at a frame's first byte)."""
         limit = conn.max_message_size
         if conn.max_fragment_size is not None:
             limit = conn.max_fragment_size if limit is None else min(limit, conn.max_fragment_size)
-        at, end = 0, len(data)
-        while end - at >= 6 and data[at] == 0x82 and data[at + 1] & 0x80:  # FIN binary, masked
+        end, queue = len(data), self.queue
+        while end - at >= 6 and data[at] == 0x82 and data[at + 1] & 0x80 \
+                and queue.qsize() < PAUSE_AT:  # FIN binary, masked
             size, start = data[at + 1] & 0x7F, at + 6
             if size == 126:
                 if end - at < 8:
@@ -170,7 +212,27 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
             self.frames = [apply_mask(data[start:stop], data[start - 4:start])]
             self.send_receive_event_to_app()
             at = stop
-        return data[at:] if at else data
+        return at
+
+    async def receive(self) -> Message:  # type: ignore[override]  # (uvicorn's, with Message)
+        """uvicorn's, except that what reads left unparsed is parsed on once no message waits,
+        and reading resumes only when nothing is left."""
+        if not self.direct:
+            return cast(Message, await super().receive())
+        message = await self.queue.get()
+        if self.unread is not None and self.queue.empty():
+            self._feed(self.unread, self.unread_at)
+        if self.read_paused and self.queue.empty() and self.unread is None:
+            self.read_paused = False
+            self.transport.resume_reading()
+        return cast(Message, message)
+
+    async def send(self, message: ASGISendEvent) -> None:
+        """uvicorn's; once it has sent a close, what a read left unparsed is parsed (the
+        peer's close reply may be in it)."""
+        await super().send(message)
+        if self.close_sent and self.unread is not None:
+            self._feed(self.unread, self.unread_at)
 
     def send_receive_event_to_app(self) -> None:
         """uvicorn's, except that reading pauses only once `PAUSE_AT` messages wait."""

@@ -25,6 +25,7 @@ from websockets.protocol import State
 from websockets.uri import parse_uri
 
 from server.keepalive import (
+    FEED_BYTES,
     PAUSE_AT,
     Inbox,
     QuietPingProtocol,
@@ -297,14 +298,16 @@ async def test_a_client_sending_faster_than_the_server_reads_waits_in_its_own_bu
 
 
 async def test_a_close_completes_while_unread_messages_wait() -> None:
-    """The application stops reading with many messages waiting and closes: the peer's close
-    reply must still be read (reading is not paused again after the close), so the connection
-    ends at once rather than at uvicorn's close timeout (10 s)."""
+    """The application stops reading with many messages waiting (and more of the read held
+    back unparsed) and closes: the peer's close reply must still be read (reading is not paused
+    again after the close, what was held back is parsed), so the connection ends at once rather
+    than at uvicorn's close timeout (10 s)."""
 
     async def endpoint(websocket: WebSocket) -> None:
         await websocket.receive_bytes()
         protocol = getattr(receive_now_of(websocket.scope), "__self__")  # noqa: B009
-        while protocol.queue.qsize() < 20:  # noqa: ASYNC110 (uvicorn's queue: no event)
+        # (uvicorn's queue: no event to wait on)
+        while protocol.unread is None:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         await websocket.close(4004)
 
@@ -437,3 +440,40 @@ async def test_a_payload_that_looks_like_a_frame_is_read_as_the_payload() -> Non
         await reader.read()
         writer.close()
     assert read == [inner, b"next"]
+
+
+@pytest.mark.parametrize("deflate", [True, False], ids=["compressed", "plain"])
+async def test_a_read_of_tiny_frames_queues_a_bounded_number_of_messages(deflate: bool) -> None:
+    """40,000 empty frames (6 bytes each) in one write: the server parses only so much of what
+    it read while messages wait unread (not one message per 6 bytes of a 256 KB read), and
+    delivers every one of them, in order, as the application reads."""
+    total = 40_000
+    backlog: list[int] = []
+    may_read = asyncio.Event()
+    read: list[bytes] = []
+
+    async def endpoint(websocket: WebSocket) -> None:
+        receive_now = receive_now_of(websocket.scope)
+        assert receive_now is not None
+        inbox = receive_now.__self__.queue  # type: ignore[attr-defined]
+        await may_read.wait()
+        backlog.append(inbox.qsize())
+        while (message := await receive_now())["type"] == "websocket.receive":
+            read.append(message["bytes"])
+            backlog.append(inbox.qsize())
+
+    async with serving(endpoint, deflate) as url:
+        reader, writer, client = await raw_client(url)
+        for n in range(total):
+            client.send_binary(b"" if n % 1000 else b"%d" % n)
+        writer.write(b"".join(client.data_to_send()))
+        await writer.drain()
+        await asyncio.sleep(0.5)  # every byte read by now (a read is at most 256 KB)
+        may_read.set()
+        while len(read) < total:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        client.send_close(1000)
+        writer.write(b"".join(client.data_to_send()))
+        await until_closed(reader, writer, client)
+    assert max(backlog) <= PAUSE_AT + FEED_BYTES // 6
+    assert read == [b"" if n % 1000 else b"%d" % n for n in range(total)]
