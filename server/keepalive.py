@@ -63,7 +63,7 @@ PROOF_INTERVALS = 4  # a talking socket still answers a ping at least this often
 PAUSE_AT = 8  # reading from a socket pauses while this many of its messages wait unread
 FEED_BYTES = 4096  # bytes parsed at a time while messages wait unread
 _HOOKS = ("send_keepalive_ping", "schedule_ping", "handle_pong", "handle_bytes", "handle_text",
-          "handle_connect", "send_receive_event_to_app", "receive")
+          "handle_connect", "send_receive_event_to_app", "receive", "send", "data_received")
 _STATE = ("handshake_complete", "close_sent", "initial_response", "disconnected", "writable",
           "conn", "transport", "queue", "read_paused")
 _FRAMES = ("frames", "curr_msg_data_type")  # what `_take_frames` sets of uvicorn's protocol
