@@ -26,17 +26,30 @@ class TokenBucket:
         self.tokens = float(self.burst)
         self.stamp = self.clock()
 
-    def take(self) -> str:
-        """'ok', 'limited' (refuse this message) or 'cut' (close the connection)."""
+    def _refill(self) -> None:
         now = self.clock()
         self.tokens = min(float(self.burst), self.tokens + (now - self.stamp) * self.rate)
         self.stamp = now
+
+    def take(self) -> str:
+        """'ok', 'limited' (refuse this message) or 'cut' (close the connection)."""
+        self._refill()
         self.tokens -= 1.0
         if self.tokens >= 0:
             return "ok"
         if self.tokens <= -self.burst:
             return "cut"
         return "limited"
+
+    def spend(self) -> bool:
+        """Take a token if there is one: True; else False, and nothing is taken (a budget that
+        only refuses, like chat's, is whole again `burst / rate` seconds after the last line
+        it let through, however many it refused meanwhile)."""
+        self._refill()
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
 
 
 class AddressBudget:

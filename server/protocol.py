@@ -38,8 +38,6 @@ MAX_TOKEN = 256
 MAX_INVITE = 64
 MAX_VERSION = 2**64 - 1
 """The largest version a client may name (msgpack's largest unsigned integer)."""
-CLIENT_TYPES = ("hello", "move", "chat", "ping", "sync", "ready")
-"""The `t` of every client frame."""
 
 Frame = dict[str, object]
 """A server frame before packing: a map whose first key is `t`."""

@@ -174,7 +174,8 @@ class Session:
             self.conn.close_soon(Close.INTERNAL, "internal error")
 
     async def _receive(self, wait_s: float | None) -> bytes | None:
-        """The next binary frame; None for a text frame (already answered). Raises on close."""
+        """The next binary frame; None for a text frame (already answered, and charged to the
+        message rate like any frame). Raises on close."""
         if wait_s is None:
             message = await self.receive()
         else:
@@ -187,7 +188,10 @@ class Session:
             if len(text.encode()) > self.settings.max_frame:
                 self.conn.close_soon(Close.TOO_BIG, "frame too big")
                 raise WebSocketDisconnect(int(Close.TOO_BIG))
-            self.error("bad_message", "frames must be binary msgpack")
+            if self._limit():  # a frame like any other for the message rate
+                self.error("bad_message", "frames must be binary msgpack")
+            elif self.conn.closing is None:
+                self.error("rate_limited", "too many messages")
             return None
         if len(data) > self.settings.max_frame:
             self.conn.close_soon(Close.TOO_BIG, "frame too big")
@@ -212,7 +216,9 @@ class Session:
             except TimeoutError:
                 self.conn.close_soon(Close.POLICY, "no hello")
                 return
-            if data is None:
+            if data is None:  # a text frame, answered (and perhaps cut off)
+                if self.conn.closing is not None:
+                    return
                 continue
             if not self._limit():
                 if self.conn.closing is None:
@@ -237,7 +243,7 @@ class Session:
                 return
         while self.conn.closing is None:
             data = await self._receive(None)
-            if data is None:
+            if data is None:  # a text frame, answered; the loop ends if it was cut off
                 continue
             started = time.perf_counter()
             decoded: ClientMessage | ProtocolError
@@ -245,10 +251,6 @@ class Session:
                 decoded = protocol.decode(data)
             except ProtocolError as exc:
                 decoded = exc
-            if isinstance(decoded, ProtocolError) and decoded.kind is None:
-                if self._limit():  # not a message at all: answered while within the rate
-                    self.refuse(decoded)
-                continue
             if not self._limit():
                 if self.conn.closing is not None:
                     return
@@ -272,12 +274,15 @@ class Session:
                 self.refuse(rej)
 
     def _rate_limited(self, decoded: ClientMessage | ProtocolError) -> None:
-        """The answer to a message over the rate: a move with a string id is `rejected` with it
-        (so that its sender is not left waiting), anything else gets `error rate_limited`."""
+        """The answer to a frame over the rate: a move with an id (a string, or a number) is
+        `rejected` with it (so that its sender is not left waiting), anything else gets `error
+        rate_limited`."""
         move_id = decoded.id if isinstance(decoded, Move | ProtocolError) else None
         refusal = Rejected("rate_limited", "too many messages", status=429)
         if isinstance(move_id, str):
             self.refuse(refusal, move_id=move_id[:MAX_ID])
+        elif isinstance(move_id, int) and not isinstance(move_id, bool):
+            self.refuse(refusal, move_id=move_id)
         else:
             self.refuse(refusal)
 
@@ -303,7 +308,7 @@ class Session:
         try:
             seat, checked_at = await self.service.authenticate(table, token, message.invite)
         except Rejected as rej:
-            self._refuse_hello(rej)
+            self._refuse_hello(rej, token)
             return
         except (RedisError, OSError):
             self.metrics.redis_errors.inc()
@@ -327,15 +332,19 @@ class Session:
             self.refuse(unavailable(), hello=True)
             return
         except Rejected as rej:
-            self._refuse_hello(rej)
+            self._refuse_hello(rej, token)
             return
         self.attached = True
         self.log("hello", since=since)
 
-    def _refuse_hello(self, rej: Rejected) -> None:
+    def _refuse_hello(self, rej: Rejected, token: str | None) -> None:
         """A refused hello; a refused token is charged to the address's bad-token budget, and
-        once that is spent the answer is `rate_limited` instead."""
-        if rej.code == "bad_token" and not self.bad_tokens.charge(self.address):
+        once that is spent the answer is `rate_limited` instead. A private table refuses a
+        token that is not one of its seats' as `unknown_table`, as if it did not exist: with a
+        token, that is charged too (whether the table exists or not, so the budget tells
+        nothing about which tables exist), as over HTTP (server.lobby `checking_token`)."""
+        charged = rej.code == "bad_token" or (rej.code == "unknown_table" and token is not None)
+        if charged and not self.bad_tokens.charge(self.address):
             rej = Rejected("rate_limited", "too many bad tokens from this address", status=429)
         self.refuse(rej, hello=True)
 
@@ -406,7 +415,7 @@ class Session:
             self.conn.send_message(protocol.hint(version, move))
 
     async def _chat(self, message: Chat) -> None:
-        if self.chat_bucket.take() != "ok":
+        if not self.chat_bucket.spend():
             self.error("rate_limited", "too many chat messages")
             return
         name = "spectator"

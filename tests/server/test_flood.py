@@ -207,6 +207,31 @@ async def test_spectators_chat_is_held_to_the_tables_budget_and_never_closes_a_p
             m["text"] for m in readers[0].chat()]
 
 
+async def test_refused_chat_lines_do_not_spend_a_players_chat_budget(redis_url: str) -> None:
+    """The per-connection chat budget (here 5 lines a second, burst 5) charges only the lines
+    it lets through: a player who sent too many is back to a whole burst once it has refilled,
+    however many were refused meanwhile (refused lines used to go into debt, so a player who
+    kept typing faster than the rate got nothing through at all)."""
+    env = {**FAST, "CHAT_RATE": "5/5", "TABLE_CHAT_RATE": "1000/1000"}
+    async with (
+        running(ServiceProcess(redis_url, env=env)) as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        table, tokens = await started_table(http)
+        players = await seated(server.ws_url, table, tokens)
+        for n in range(30):
+            await players[0].send({"t": "chat", "text": f"line {n}"})
+        await asyncio.sleep(1.5)  # 7.5 lines' worth: the burst of 5 is whole again
+        for n in range(5):
+            await players[0].send({"t": "chat", "text": f"later {n}"})
+        later = [await players[0].recv_until("chat", text=f"later {n}") for n in range(5)]
+        assert [m["text"] for m in later] == [f"later {n}" for n in range(5)]
+        texts = [m["text"] for m in players[0].messages if m["t"] == "chat"]
+        assert texts[:5] == [f"line {n}" for n in range(5)] and len(texts) == 10
+        codes = [m["code"] for m in players[0].messages if m["t"] == "error"]
+        assert codes == ["rate_limited"] * 25
+
+
 async def test_the_creator_turns_spectator_chat_off_or_keeps_it_on_for_a_crowd(
     redis_url: str,
 ) -> None:

@@ -185,6 +185,23 @@ async def test_my_tables_and_resuming_a_seat_on_another_device(svc: ServiceProce
         assert fresh.seat == 0
 
 
+async def test_an_accounts_seat_is_named_by_its_username_whatever_the_join_says(
+    svc: ServiceProcess,
+) -> None:
+    """docs/protocol.md "Join": a logged-in player's seat is named by the account's username
+    whatever `name` says -- so no `name`, or one a guest could not take, is no reason to refuse
+    the join (both were 400 before); a guest's `name` is still checked."""
+    async with account(svc, "dora") as web, browser(svc) as guest:
+        table = await create(web, players=3)
+        for seat, body in ((0, {}), (1, {"name": "Bot"})):
+            joined = await web.post(f"/api/tables/{table}/join", json={"seat": seat, **body})
+            assert joined.status_code == 200, joined.text
+        refused = await guest.post(f"/api/tables/{table}/join", json={"seat": 2, "name": "Bot"})
+        assert (refused.status_code, code(refused)) == (400, "bad_request")
+        summary = (await web.get(f"/api/tables/{table}")).json()
+        assert [s["name"] for s in summary["seats"][:2]] == ["dora", "dora"]
+
+
 async def test_guests_have_tables_and_keep_them_and_their_games_when_they_register(
     svc: ServiceProcess, db: asyncpg.Connection,
 ) -> None:

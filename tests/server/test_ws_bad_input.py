@@ -76,6 +76,7 @@ async def test_garbage_frames_get_bad_message_and_the_connection_stays_usable(
         await client.send(frame)
         answer = await client.recv_until("error")
         assert answer["code"] == "bad_message", frame
+    await asyncio.sleep(0.3)  # 20 frames so far, the burst of the message rate: it refills
     await client.send({"t": "ping", "n": 7})
     assert (await client.recv_until("pong"))["n"] == 7
 
@@ -269,3 +270,85 @@ async def test_a_client_that_stops_reading_is_cut_off_not_waited_for(redis_url: 
         assert server.healthy()
         slow.socket.transport.abort()  # it never reads: no closing handshake to wait for
         GameClient.opened.remove(slow)
+
+
+async def flood_answers(client: GameClient, frame: bytes | str, frames: int) -> list[str]:
+    """Send ``frames`` copies of ``frame`` at once; the codes of the errors and rejections
+    that answer them, up to the close."""
+    for _ in range(frames):
+        try:
+            await client.send_raw(frame)
+        except Exception:  # the server may already have closed the socket
+            break
+    await close_code(client)
+    return [m["code"] for m in client.messages if m["t"] in ("error", "rejected")]
+
+
+@pytest.mark.parametrize("hello_first", [False, True])
+@pytest.mark.parametrize("frame", ["a text frame", b"\xc1\xc1", msgpack.packb({"t": "jump"})],
+                         ids=["text", "not msgpack", "unknown type"])
+async def test_every_kind_of_frame_counts_against_the_message_rate(
+    strict: ServiceProcess, frame: bytes | str, hello_first: bool,
+) -> None:
+    """Text frames and frames that are no message at all take from the message budget like any
+    other (10 a second, burst 20): over it they are answered rate_limited, and a flood is cut
+    off with 4004 (text frames used to be answered bad_message for ever)."""
+    async with httpx.AsyncClient(base_url=strict.url) as http:
+        table, _ = await started_table(http)
+    client = await GameClient.connect(strict.ws_url)
+    if hello_first:
+        await client.hello(table)
+    codes = await flood_answers(client, frame, 100)
+    assert client.socket.close_code == 4004
+    assert set(codes) == {"bad_message", "rate_limited"}
+    assert codes.count("bad_message") <= 21  # the burst, and a token refilled meanwhile
+    assert codes.count("rate_limited") >= 10  # each frame over the rate is answered
+
+
+async def test_a_move_with_a_number_for_id_over_the_rate_is_rejected_with_it(
+    strict: ServiceProcess,
+) -> None:
+    """A move refused for the rate is `rejected` with its id as sent, a number too, so that its
+    sender is not left waiting (it used to get `error`, without the id)."""
+    async with httpx.AsyncClient(base_url=strict.url) as http:
+        table, tokens = await started_table(http)
+    client = await GameClient.connect(strict.ws_url)
+    await client.hello(table, tokens[0])
+    for n in range(35):
+        await client.send({"t": "move", "id": n, "v": 0, "move": {"pass": True}})
+    await client.send({"t": "ping", "n": 1})
+    rejected = [(m["code"], m["id"]) for m in client.messages if m["t"] == "rejected"]
+    deadline = asyncio.get_running_loop().time() + 10
+    while len(rejected) < 35 and asyncio.get_running_loop().time() < deadline:
+        await client.recv()
+        rejected = [(m["code"], m["id"]) for m in client.messages if m["t"] == "rejected"]
+    assert [i for _, i in rejected] == list(range(35))
+    assert {c for c, _ in rejected} == {"bad_message", "rate_limited"}
+    assert not [m for m in client.messages if m["t"] == "error"]
+
+
+@pytest.mark.parametrize("private", [True, False], ids=["private table", "no such table"])
+async def test_wrong_tokens_for_a_private_table_spend_the_bad_token_budget(
+    strict: ServiceProcess, private: bool,
+) -> None:
+    """A private table answers a wrong token `unknown_table`, as if it did not exist; those
+    guesses are charged to the address's bad-token budget like `bad_token` ones (they used to
+    be free, so a private table's seats could be guessed at any rate), and guesses at a table
+    that does not exist cost the same, so the budget tells nothing about which tables exist."""
+    table = "nosuchtable"
+    if private:
+        async with httpx.AsyncClient(base_url=strict.url) as http:
+            made = await http.post("/api/tables", json={"players": 2, "private": True})
+            assert made.status_code == 201
+            table = made.json()["id"]
+    for _ in range(3):  # the budget: 3 a minute here
+        client = await GameClient.connect(strict.ws_url)
+        await client.send({"t": "hello", "proto": 1, "table": table, "token": "guess"})
+        answer = await client.recv()
+        assert (answer["t"], answer["code"]) == ("error", "unknown_table")
+        assert await close_code(client) == 4001
+    client = await GameClient.connect(strict.ws_url)
+    await client.send({"t": "hello", "proto": 1, "table": table, "token": "guess"})
+    answer = await client.recv()
+    assert (answer["t"], answer["code"]) == ("error", "rate_limited")
+    assert await close_code(client) == 4004
