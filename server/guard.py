@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.lobby import refusal_response
 from server.rejected import Rejected
+from server.text import digits
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -53,7 +54,7 @@ def split_host(value: str) -> tuple[str, int | None] | None:
         rest = ":" + rest if _ else ""
         if not name or any(c in name for c in "/\\@?#[] "):
             return None
-    if rest and (not rest.startswith(":") or not rest[1:].isdigit() or len(rest) > 6):
+    if rest and (not rest.startswith(":") or not digits(rest[1:]) or len(rest) > 6):
         return None
     port = int(rest[1:]) if rest else None
     if port is not None and not 0 < port < 65536:

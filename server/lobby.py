@@ -32,6 +32,7 @@ from server.record import FINISHED
 from server.rejected import Rejected, unavailable
 from server.seams import app_state
 from server.table_config import clean_player_name, create_meta
+from server.text import digits
 
 MAX_DEPTH = 8  # arrays and objects nested in a request body
 STATIC_GZIP_MIN = 512  # bytes: smaller static files are sent as they are
@@ -101,7 +102,7 @@ async def read_json(request: Request) -> dict[str, Any]:
                        "request bodies must be sent as Content-Type: application/json", status=415)
     limit: int = _state(request).settings.max_frame
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and digits(declared) and int(declared) > limit:
         raise Rejected("too_large", f"request body over {limit} bytes", status=413)
     body = bytearray()
     async for chunk in request.stream():

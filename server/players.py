@@ -24,7 +24,7 @@ from server.db import Queries
 from server.identity import Identity, identify, pool
 from server.rejected import Rejected
 from server.seams import app_state
-from server.text import USERNAME
+from server.text import USERNAME, digits
 
 RECENT = 10
 PAGE_DEFAULT, PAGE_MAX = 20, 50
@@ -125,7 +125,7 @@ def decode_cursor(cursor: str) -> tuple[datetime.datetime, str]:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise bad from None
     ms, _, game_id = raw.partition(":")
-    if not ms.isdigit() or not re.fullmatch(r"[a-z0-9]{4,24}", game_id):
+    if not digits(ms) or not re.fullmatch(r"[a-z0-9]{4,24}", game_id):
         raise bad
     try:
         ended = datetime.datetime.fromtimestamp(int(ms) / 1000, tz=datetime.UTC)
@@ -149,7 +149,7 @@ def _limit(request: Request) -> int:
     raw = request.query_params.get("limit")
     if raw is None:
         return PAGE_DEFAULT
-    if not raw.isdigit() or not 1 <= int(raw) <= PAGE_MAX:
+    if not digits(raw) or not 1 <= int(raw) <= PAGE_MAX:
         raise Rejected("bad_request", f"limit must be 1 to {PAGE_MAX}", status=400)
     return int(raw)
 

@@ -32,7 +32,7 @@ from server.protocol import MAX_CHAT
 from server.rejected import Rejected
 from server.seams import AppState, app_state
 from server.store import player_key
-from server.text import chat_text
+from server.text import chat_text, digits
 
 WINDOW_S = 60  # the rate limits count per minute
 MAX_FOLLOWING = 200  # players one account may follow at once
@@ -298,13 +298,13 @@ def _page(request: Request) -> tuple[int, int]:
     raw_limit = request.query_params.get("limit")
     limit = PAGE_DEFAULT
     if raw_limit is not None:
-        if not raw_limit.isdigit() or len(raw_limit) > 3 or not 1 <= int(raw_limit) <= PAGE_MAX:
+        if not digits(raw_limit) or len(raw_limit) > 3 or not 1 <= int(raw_limit) <= PAGE_MAX:
             raise Rejected("bad_request", f"limit must be 1 to {PAGE_MAX}", status=400)
         limit = int(raw_limit)
     raw_before = request.query_params.get("before")
     before = MAX_ID
     if raw_before is not None:
-        if not raw_before.isdigit() or len(raw_before) > 19 or not 1 <= int(raw_before) <= MAX_ID:
+        if not digits(raw_before) or len(raw_before) > 19 or not 1 <= int(raw_before) <= MAX_ID:
             raise Rejected("bad_request", "before must be a message id", status=400)
         before = int(raw_before)
     return before, limit

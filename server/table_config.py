@@ -263,12 +263,13 @@ def _bots(value: object, players: int) -> dict[int, str]:
     levels = bot_levels()
     bots: dict[int, str] = {}
     for key, level in value.items():
-        text = str(key) if _is_int(key) else key
-        if not isinstance(text, str) or not text.isdigit() or not 0 <= int(text) < players:
+        written = str(key) if _is_int(key) else key
+        if not isinstance(written, str) or not text.digits(written) \
+                or not 0 <= int(written) < players:
             raise _bad(f"bots: {key!r} is not a seat of a {players}-player table")
         if level not in levels:
             raise _bad(f"bots: level must be one of {', '.join(levels)}")
-        seat = int(text)
+        seat = int(written)
         if seat in bots:
             raise _bad(f"bots: seat {seat} given twice")
         bots[seat] = str(level)

@@ -17,6 +17,9 @@ Refused everywhere:
 Zero-width joiners inside visible text (emoji sequences, Indic and Persian scripts) are fine.
 
 Player names must also not read as a bot's label (`bot_like`).
+
+Also owns `digits`, the test of a number a client sends as text (a query parameter, a port, a
+map key).
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ import re
 import unicodedata
 
 USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")  # an account name (docs/players.md)
+
+
+def digits(text: str) -> bool:
+    """Whether ``text`` is one or more ASCII digits, which `int()` reads (`str.isdigit` also
+    takes "²" and other digits `int()` refuses)."""
+    return text.isascii() and text.isdigit()
 MAX_PLAYER_NAME = 32
 MAX_TABLE_NAME = 60
 MAX_MARKS = 8

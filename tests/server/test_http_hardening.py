@@ -5,6 +5,7 @@ versions beyond the table's, and the metrics token."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -142,6 +143,19 @@ async def public(redis_url: str) -> AsyncIterator[ServiceProcess]:
         yield process
 
 
+def test_a_host_port_of_digits_int_refuses_is_a_bad_host(service: ServiceProcess) -> None:
+    """`str.isdigit` takes "²" (U+00B2) and other digits `int()` refuses: a Host port made of
+    them is `400 bad_host` like any malformed Host, not a 500 with a traceback in the log."""
+    with socket.create_connection(("127.0.0.1", service.port), timeout=5) as raw:
+        raw.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost:\xb2\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := raw.recv(65536):
+            answer += chunk
+    assert answer.split(b"\r\n", 1)[0].endswith(b" 400 Bad Request"), answer[:200]
+    assert b'"bad_host"' in answer
+    assert "Traceback" not in service.log()
+
+
 async def test_allowed_hosts_admits_the_public_names_and_loopback_only(
     public: ServiceProcess,
 ) -> None:
@@ -241,6 +255,7 @@ async def test_deep_nesting_and_huge_numbers_are_bad_requests(http: httpx.AsyncC
         json.dumps({"rules": {"preset": "all-fives", "target": 1001}}),
         json.dumps({"players": 2**64}),
         json.dumps({"players": 2, "bots": {str(2**64): "greedy"}}),
+        json.dumps({"players": 2, "bots": {"\u00b2": "greedy"}}),  # a digit int() refuses
         json.dumps({"clock": {"kind": "realtime", "move_s": 2**64, "reserve_s": 0}}),
         '{"clock": {"kind": "realtime", "move_s": 1e999, "reserve_s": 0}}',
         '{"clock": {"kind": "turn", "move_h": NaN, "max_h": 1}}',

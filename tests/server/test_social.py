@@ -574,3 +574,16 @@ async def test_the_player_socket_hears_messages_again_once_its_pub_sub_is_renewe
                 return False
 
         await eventually(heard, 10)
+
+
+async def test_page_numbers_of_digits_int_refuses_are_bad_requests(svc: ServiceProcess) -> None:
+    """`str.isdigit` takes "²" (U+00B2) and other digits `int()` refuses: as a page's `limit`
+    or `before` they are `400 bad_request` like any malformed number, not a 500."""
+    async with account(svc, "ann") as ann, account(svc, "bob"):
+        for path, params in (("/api/players/ann/games", {"limit": "\u00b2"}),
+                             ("/api/messages/bob", {"limit": "\u00b2"}),
+                             ("/api/messages/bob", {"before": "\u00b2"}),
+                             ("/api/messages/bob", {"before": "1\u0663"})):  # Arabic-Indic 3
+            got = await ann.get(path, params=params)
+            assert (got.status_code, code(got)) == (400, "bad_request"), (path, params)
+    assert "Traceback" not in svc.log()
