@@ -231,10 +231,13 @@ async def _ratings(conn: Queries, player_id: int) -> dict[str, dict[str, Any]]:
         found[row["family"]] = {"rating": int(row["rating"]), "games": int(row["games"]),
                                 "provisional": ratings.provisional(int(row["games"])),
                                 "history": []}
+    # A private game counts in the rating but has no point of its own: the same instant on two
+    # public profiles would say who played whom, privately, and who won.
     rows = await conn.fetch(
-        "SELECT family, at, rating FROM (SELECT family, at, rating, game_id, row_number() "
-        "OVER (PARTITION BY family ORDER BY at DESC, game_id DESC) AS back "
-        "FROM rating_history WHERE player_id = $1) h WHERE back <= $2 "
+        "SELECT family, at, rating FROM (SELECT h.family, h.at, h.rating, h.game_id, "
+        "row_number() OVER (PARTITION BY h.family ORDER BY h.at DESC, h.game_id DESC) AS back "
+        "FROM rating_history h JOIN games g ON g.id = h.game_id "
+        "WHERE h.player_id = $1 AND NOT g.private) h WHERE back <= $2 "
         "ORDER BY family, at, game_id", player_id, HISTORY_MAX)
     for row in rows:
         if row["family"] in found:

@@ -379,3 +379,28 @@ async def test_postgres_down_mid_rated_game_the_game_is_archived_and_rated_once(
     finally:
         await asyncio.to_thread(pg.close)
 
+
+
+async def test_a_private_rated_game_is_counted_in_ratings_but_has_no_point_in_the_history(
+    svc: ServiceProcess,
+) -> None:
+    """docs/players.md: private games are counted in stats and ratings but never listed. The
+    rating history is public: a point for a private game would say, to the millisecond and on
+    both profiles, that these two played and who won."""
+    async with account(svc, "ann") as ann, account(svc, "bob") as bob:
+        made = await ann.post("/api/tables", json={"players": 2, "rated": True, "private": True})
+        assert made.status_code == 201, made.text
+        table, invite = made.json()["id"], made.json()["invite"]
+        await ann.post(f"/api/tables/{table}/join", json={"seat": 0, "invite": invite})
+        joined = await bob.post(f"/api/tables/{table}/join", json={"seat": 1, "invite": invite})
+        left = await bob.post(f"/api/tables/{table}/leave", json={"token": joined.json()["token"]})
+        assert left.status_code == 200  # bob resigns: ann wins
+    async with browser(svc) as stranger:
+        async def rated() -> Any:
+            profiles = [(await stranger.get(f"/api/players/{name}")).json()
+                        for name in ("ann", "bob")]
+            return profiles if all(p["ratings"] for p in profiles) else None
+        for profile in await eventually(rated, what="both ratings"):
+            fives = profile["ratings"]["fives"]
+            assert fives["games"] == 1 and fives["history"] == []
+            assert profile["recent"] == []
