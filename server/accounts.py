@@ -46,11 +46,6 @@ from server.text import USERNAME
 COOKIE = SESSION_COOKIE
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
-# Words no account name may read as (besides the bot label of server/text.py).
-RESERVED_WORDS = frozenset({
-    "admin", "administrator", "spectator", "spectators", "moderator", "root", "system",
-    "server", "guest", "anonymous",
-})
 
 _hasher = PasswordHasher()  # argon2id, the library's recommended parameters
 _hashing = asyncio.Semaphore(4)  # each hash takes ~64 MiB and a core for a moment
@@ -86,8 +81,7 @@ def check_username(value: object) -> str:
     if not USERNAME.fullmatch(value):
         raise Rejected("invalid_username", "a username is 3 to 20 letters, digits, _ or -",
                        status=400)
-    words = text.skeleton_words(value)
-    if text.bot_like(value) or RESERVED_WORDS.intersection(words):
+    if text.bot_like(value) or text.reserved(value):
         raise Rejected("reserved_username", "that username is reserved", status=400)
     return value
 

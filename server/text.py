@@ -16,7 +16,8 @@ Refused everywhere:
   MAX_MARKS combining marks in a row.
 Zero-width joiners inside visible text (emoji sequences, Indic and Persian scripts) are fine.
 
-Player names must also not read as a bot's label (`bot_like`).
+Player names must also not read as a bot's label (`bot_like`), as staff or the service itself,
+as another guest's quick-play label or as the archive's name for a deleted account (`reserved`).
 
 Also owns `digits`, the test of a number a client sends as text (a query parameter, a port, a
 map key).
@@ -127,6 +128,21 @@ def bot_like(name: str) -> bool:
     return "bot" in words or bool(BOT_LABEL.fullmatch("".join(words)))
 
 
+# Words no name may read as: staff, the service, spectators, guests (besides the bot label).
+RESERVED_WORDS = frozenset({
+    "admin", "administrator", "spectator", "spectators", "moderator", "root", "system",
+    "server", "guest", "anonymous",
+})
+DELETED = ["deleted", "player"]  # the words of server.archive.DELETED_PLAYER
+
+
+def reserved(name: str) -> bool:
+    """True when one of the words `name` reads as is reserved (RESERVED_WORDS), or all of it
+    reads as "deleted player"."""
+    words = skeleton_words(name)
+    return bool(RESERVED_WORDS.intersection(words)) or words == DELETED
+
+
 def check(value: object, what: str, limit: int) -> str:
     """`value` stripped of outer spaces if it is acceptable text of 1..limit characters;
     raises ValueError with a sentence naming `what` otherwise."""
@@ -148,6 +164,8 @@ def player_name(value: object, limit: int) -> str:
     name = check(value, "name", limit)
     if bot_like(name):
         raise ValueError('name must not look like a bot\'s ("Bot" is what bot seats are called)')
+    if reserved(name):
+        raise ValueError("that name is reserved")
     return name
 
 

@@ -24,7 +24,12 @@ BOT_NAMES = ["Bot", "bot", "BOT", " Bot ", "B O T", "b.o.t", "b-o-t", "B\u200bot
              "\u0412\u043e\u0442",  # Cyrillic Ve, o, te
              "b\u043et", "B0T", "b\u03bf\u03c4", "Bo\u0301t", "\U0001d41b\U0001d428\U0001d42d",
              "B.O.T. fan"]
+# Names that would read as staff, as the service itself, as another guest's quick-play label or
+# as the archive's placeholder for a deleted account.
+STAFF_NAMES = ["admin", "Moderator", "M0DERAT0R", "the system", "Guest 0042", "guest",
+               "deleted player", "Deleted Player", "spectator", "root"]
 GOOD_NAMES = ["ann", "Botond", "Abbot", "Robot Rob", "Bottle", "José", "محمد", "Zoë",
+              "Guesthouse", "Deleted scenes", "Administrative",
               "\U0001f468\u200d\U0001f469\u200d\U0001f467", "ग्रेस", "ñ", "李雷", "o'Brien"]
 
 
@@ -50,7 +55,8 @@ async def test_bad_player_names_are_refused_and_the_seat_stays_free(
 ) -> None:
     table = await create_table(http, players=2)
     accepted = []
-    for name in [b + "ann" for b in BIDI] + INVISIBLE + MARKS + CONTROLS + BOT_NAMES:
+    for name in [b + "ann" for b in BIDI] + INVISIBLE + MARKS + CONTROLS + BOT_NAMES \
+            + STAFF_NAMES:
         response = await join_as(http, table, name)
         if (response.status_code, error_code(response) if response.status_code >= 400
                 else None) != (400, "bad_request"):
