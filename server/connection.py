@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.websockets import WebSocket
 
+from server.fairness import client_key
 from server.keepalive import send_now_of
 from server.logs import event
 from server.metrics import Metrics
@@ -60,8 +61,7 @@ class Connection:
         self.metrics = metrics
         self.limit = limit
         self.byte_limit = byte_limit
-        client = getattr(websocket, "client", None)
-        self.address = client.host if client else "?"
+        self.address = client_key(getattr(websocket, "client", None))  # its per-address key
         self.table = ""
         self.seat: int | None = None
         # A seat's socket: the hash of the token it authenticated with, and the version at

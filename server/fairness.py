@@ -1,5 +1,5 @@
 """Fair shares for the deadline scheduler: who owns a table, a round-robin queue over owners,
-and a budget of CPU time.
+and a budget of CPU time; and the key every per-address limit counts a client by.
 
 Owns: pure bookkeeping (no I/O). Must not import the rest of the server.
 """
@@ -34,6 +34,13 @@ def owner_key(address: str | None) -> str | None:
         else:
             text = str(ip)
     return "a:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def client_key(client: object) -> str:
+    """The key a per-address limit counts a connection or request by: `owner_key` of its
+    client's host (``client`` is Starlette's ``Address``, or None), so an IPv6 host is one
+    client whichever address of its /64 it uses; "?" when the address is unknown."""
+    return owner_key(getattr(client, "host", None)) or "?"
 
 
 class FairQueue(Generic[T]):

@@ -37,6 +37,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from server import protocol
 from server.connection import Connection
 from server.db import DB_DOWN, Queries
+from server.fairness import client_key
 from server.fanout.pubsub import reader_pubsub
 from server.fanout.tasks import guarded
 from server.identity import SESSION_COOKIE, session_hash
@@ -318,7 +319,7 @@ class MeSocket:
         self.conn = Connection(websocket, state.metrics, self.settings.send_queue,
                                self.settings.send_queue_bytes)
         self.bucket = TokenBucket(self.settings.rate, self.settings.rate_burst)
-        self.address = websocket.client.host if websocket.client else "?"
+        self.address = client_key(websocket.client)
         self.player_id = 0
         self.name = ""
         self.session = b""  # the SHA-256 of its session id

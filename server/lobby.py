@@ -25,7 +25,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from server import players
 from server.db import DB_DOWN
-from server.fairness import owner_key
+from server.fairness import client_key, owner_key
 from server.identity import SESSION_COOKIE, Visitor, changing, pool
 from server.identity import unavailable as unavailable_accounts
 from server.record import FINISHED
@@ -195,7 +195,7 @@ async def checking_token(request: Request, call: Awaitable[T], token: object) ->
         if token is None or rej.code not in ("bad_token", "unknown_table"):
             raise
         budget = _state(request).bad_tokens
-        address = request.client.host if request.client else "?"
+        address = client_key(request.client)
         if not budget.charge(address):
             raise Rejected("rate_limited", "too many bad tokens from this address", status=429,
                            retry_after=budget.retry_after_s(address)) from rej

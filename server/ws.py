@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from server import protocol
 from server.admission import AddressLimits
 from server.connection import Connection
+from server.fairness import client_key
 from server.guard import origin_allowed
 from server.hub import Hub
 from server.keepalive import receive_now_of
@@ -75,7 +76,7 @@ class Session:
                                self.settings.send_queue_bytes)
         self.bucket = TokenBucket(self.settings.rate, self.settings.rate_burst)
         self.chat_bucket = TokenBucket(self.settings.chat_rate, self.settings.chat_burst)
-        self.address = websocket.client.host if websocket.client else "?"
+        self.address = client_key(websocket.client)
         self.attached = False
         self.hint_task: asyncio.Task[None] | None = None
 

@@ -73,3 +73,31 @@ async def test_one_address_attaches_at_most_its_share_of_the_tables(
     # Another address attaches the tables the first could not.
     first, _ = await spectate(capped.ws_url, tables[9], "127.0.0.6")
     assert first["t"] == "welcome"
+
+
+async def test_an_ipv6_network_is_one_client_for_the_socket_cap(redis_url: str) -> None:
+    """One host usually holds a whole IPv6 /64: the per-address caps count the /64 as one
+    client, as the quotas do (server.fairness.owner_key), so a host rotating its addresses gets
+    no more sockets than one address (each address used to get its own cap). The addresses
+    come through the trusted proxy's X-Forwarded-For (127.0.0.1 is trusted by default)."""
+    async with running(ServiceProcess(redis_url, env={**FAST, "MAX_SOCKETS_PER_ADDRESS": "2"})) \
+            as service:
+        held, refused = [], 0
+        try:
+            for host in ("2001:db8::1", "2001:db8::2", "2001:db8::3", "2001:db8:0:1::1"):
+                for _ in range(2):
+                    client = await GameClient.connect(
+                        service.ws_url, additional_headers={"X-Forwarded-For": host})
+                    with contextlib.suppress(TimeoutError):
+                        answer = await client.recv(0.5)
+                        assert answer["code"] == "too_many_connections"
+                        assert await close_code(client) == 4007
+                        refused += 1
+                        continue
+                    held.append((host, client))
+            # 2 for the first /64, whichever of its addresses; 2 for the other /64
+            assert [host for host, _ in held] == ["2001:db8::1"] * 2 + ["2001:db8:0:1::1"] * 2
+            assert refused == 4
+        finally:
+            for _, client in held:
+                await client.close()
