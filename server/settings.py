@@ -163,6 +163,9 @@ class Settings:
     message_rate: int = 20  # private messages sent
     invite_rate: int = 10  # invitations to a table sent
     follow_rate: int = 30  # follows, unfollows, blocks and unblocks
+    max_unread_from: int = 50  # unread messages one sender may leave with one recipient
+    messages_kept: int = 1000  # the newest messages a conversation keeps, both ways
+    max_blocks: int = 1000  # players one account may block
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -292,4 +295,7 @@ class Settings:
             message_rate=max(1, int(num("MESSAGE_RATE", d.message_rate))),
             invite_rate=max(1, int(num("INVITE_RATE", d.invite_rate))),
             follow_rate=max(1, int(num("FOLLOW_RATE", d.follow_rate))),
+            max_unread_from=max(1, int(num("MAX_UNREAD_FROM", d.max_unread_from))),
+            messages_kept=max(1, int(num("MESSAGES_KEPT", d.messages_kept))),
+            max_blocks=max(1, int(num("MAX_BLOCKS", d.max_blocks))),
         )

@@ -186,7 +186,15 @@ async def block(request: Request) -> Response:
     other = await player_row(db, request.path_params["name"])
     if other["id"] == me["id"]:
         raise Rejected("bad_request", "you cannot block yourself", status=400)
+    limit = _state(request).settings.max_blocks
     async with db.acquire() as conn, conn.transaction():
+        # One block change of an account at a time: the count below stays true.
+        await conn.execute("SELECT 1 FROM players WHERE id = $1 FOR UPDATE", me["id"])
+        count = await conn.fetchval("SELECT count(*) FROM blocks WHERE blocker = $1 "
+                                    "AND blocked <> $2", me["id"], other["id"])
+        if count >= limit:
+            raise Rejected("too_many_blocks",
+                           f"you block {limit} players; unblock one first", status=409)
         await conn.execute("INSERT INTO blocks (blocker, blocked) VALUES ($1, $2) "
                            "ON CONFLICT DO NOTHING", me["id"], other["id"])
         await conn.execute("DELETE FROM follows WHERE (follower = $1 AND followee = $2) "
@@ -249,12 +257,27 @@ async def send_message(request: Request) -> Response:
     db = pool(state)
     name = request.path_params["name"]
     other = await _reachable(db, me, name, "message")
+    settings = state.settings
     async with db.acquire() as conn, conn.transaction():
+        # One message of a sender at a time: the count below stays true.
+        await conn.execute("SELECT 1 FROM players WHERE id = $1 FOR UPDATE", me["id"])
+        waiting = await conn.fetchval("SELECT count(*) FROM messages WHERE recipient = $2 "
+                                      "AND sender = $1 AND read_at IS NULL", me["id"], other["id"])
+        if waiting >= settings.max_unread_from:
+            raise Rejected("too_many_unread", f"{settings.max_unread_from} of your messages to "
+                           f"{other['username']} are unread; wait until they read them",
+                           status=429)
         row = await conn.fetchrow(
             "INSERT INTO messages (sender, recipient, body) SELECT $1, $2, $3 WHERE "
             + _NOT_BLOCKED + " RETURNING id, sender, body, sent_at", me["id"], other["id"], text)
         if row is None:
             raise unknown_player(name)  # a block landed meanwhile
+        # The conversation keeps its newest `messages_kept`, both ways together.
+        await conn.execute(
+            "DELETE FROM messages WHERE id IN (SELECT id FROM messages "
+            "WHERE least(sender, recipient) = least($1::bigint, $2::bigint) "
+            "AND greatest(sender, recipient) = greatest($1::bigint, $2::bigint) "
+            "ORDER BY id DESC OFFSET $3)", me["id"], other["id"], settings.messages_kept)
         unread = await inbox.unread_total(conn, other["id"])
     message = _message(row, {me["id"]: me["username"]})
     await _publish(request, other["id"], {"t": "message", **message, "unread": unread})

@@ -587,3 +587,48 @@ async def test_page_numbers_of_digits_int_refuses_are_bad_requests(svc: ServiceP
             got = await ann.get(path, params=params)
             assert (got.status_code, code(got)) == (400, "bad_request"), (path, params)
     assert "Traceback" not in svc.log()
+
+
+@pytest.fixture
+async def small_inbox(redis_url: str, database_url: str) -> AsyncIterator[ServiceProcess]:
+    env = {**ENV, "DATABASE_URL": database_url, "MESSAGE_RATE": "100", "MAX_UNREAD_FROM": "3",
+           "MESSAGES_KEPT": "5", "MAX_BLOCKS": "2"}
+    async with running(ServiceProcess(redis_url, env=env)) as process:
+        yield process
+
+
+async def test_a_stranger_cannot_pile_up_unread_messages(small_inbox: ServiceProcess) -> None:
+    """Anyone may write to anyone, so one sender may leave at most MAX_UNREAD_FROM (3 here)
+    unread messages with one recipient; once they are read, the conversation goes on."""
+    async with account(small_inbox, "ann") as ann, account(small_inbox, "spam") as spam:
+        sent = [await spam.post("/api/messages/ann", json={"text": f"buy {n}"}) for n in range(4)]
+        assert [r.status_code for r in sent] == [201, 201, 201, 429]
+        assert code(sent[3]) == "too_many_unread"
+        assert (await ann.post("/api/messages/spam/read", json={})).status_code == 204
+        assert (await spam.post("/api/messages/ann", json={"text": "again"})).status_code == 201
+
+
+async def test_a_conversation_keeps_its_newest_messages(small_inbox: ServiceProcess) -> None:
+    """A conversation keeps its newest MESSAGES_KEPT (5 here) messages, both ways together:
+    storage grows with the number of conversations, not with how long one goes on."""
+    async with account(small_inbox, "ann") as ann, account(small_inbox, "bob") as bob:
+        for n in range(8):
+            writer, reader, to, by = (ann, bob, "bob", "ann") if n % 2 else (bob, ann, "ann", "bob")
+            made = await writer.post(f"/api/messages/{to}", json={"text": f"line {n}"})
+            assert made.status_code == 201, made.text
+            assert (await reader.post(f"/api/messages/{by}/read", json={})).status_code == 204
+        page = (await ann.get("/api/messages/bob", params={"limit": 50})).json()
+        assert [m["text"] for m in page["messages"]] == [f"line {n}" for n in (7, 6, 5, 4, 3)]
+        assert page["next"] is None
+
+
+async def test_an_account_blocks_at_most_max_blocks_players(small_inbox: ServiceProcess) -> None:
+    async with account(small_inbox, "ann") as ann:
+        for name in ("bob", "cat", "dan"):
+            async with account(small_inbox, name):
+                pass
+        answers = [await put(ann, f"/api/me/blocks/{name}") for name in ("bob", "cat", "dan")]
+        assert [r.status_code for r in answers] == [204, 204, 409]
+        assert code(answers[2]) == "too_many_blocks"
+        assert (await put(ann, "/api/me/blocks/cat")).status_code == 204  # already: the same
+        assert (await ann.get("/api/me/blocks")).json() == {"blocked": ["bob", "cat"]}
