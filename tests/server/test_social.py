@@ -201,7 +201,12 @@ async def test_a_friends_presence_and_public_table_cross_processes(
         assert hello == {"t": "hello_me", "name": "bob", "unread": 0}
         friends = {f["name"]: f for f in (await follows(ann))["friends"]}
         assert friends["bob"]["online"] is True and friends["cat"]["online"] is False
-        # bob sits at a public table, cat only at a private one
+        # bob sits at a table he leaves, then at another; cat only at a private one
+        left = (await bob_b.post("/api/tables", json={"players": 2})).json()["id"]
+        joined = await bob_b.post(f"/api/tables/{left}/join", json={"seat": 0})
+        assert (await bob_b.post(f"/api/tables/{left}/leave",
+                                 json={"token": joined.json()["token"]})).status_code == 200
+        assert {f["name"]: f for f in (await follows(ann))["friends"]}["bob"]["table"] is None
         public, _ = await sit(bob_b)
         await sit(cat, private=True)
         friends = {f["name"]: f for f in (await follows(ann))["friends"]}
