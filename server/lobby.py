@@ -151,14 +151,11 @@ async def create_table(request: Request) -> Response:
         if visitor.identity.unchecked:
             raise unavailable_accounts()
         raise Rejected("account_required", "log in to create a rated table", status=403)
-    address = request.client.host if request.client else None
-    owner = owner_key(address)
-    quotas = _state(request).quotas
-    if owner is not None:
-        await over_quota(await quotas.create(owner), "tables created from this address")
+    owner = client_owner(request)
+    await charge_create(request, owner)
     created = await _service(request).create(body, owner=owner)
     if owner is not None:
-        await quotas.created(owner, created["id"])
+        await _state(request).quotas.created(owner, created["id"])
     return visitor.respond(request, JSONResponse(created, status_code=201))
 
 
@@ -166,6 +163,29 @@ async def over_quota(retry_after_s: int | None, what: str) -> None:
     if retry_after_s is not None:
         raise Rejected("rate_limited", f"too many {what}; try again later", status=429,
                        retry_after=retry_after_s)
+
+
+def client_owner(request: Request) -> str | None:
+    """The request's client address as the quotas and the scheduler's fair shares know it
+    (server.fairness.owner_key); None when the address is unknown."""
+    return owner_key(request.client.host if request.client else None)
+
+
+async def charge_create(request: Request, owner: str | None, *, waits: bool = True) -> None:
+    """Count a table made for the client ``owner`` (`client_owner`) against its CREATE_RATE,
+    and its MAX_WAITING_TABLES when the table ``waits`` for players: over them, 429
+    rate_limited with Retry-After. Every way a client makes a table goes through here."""
+    if owner is not None:
+        await over_quota(await _state(request).quotas.create(owner, waits=waits),
+                         "tables created from this address")
+
+
+async def charge_join(request: Request, owner: str | None) -> None:
+    """Count a seat taken by the client ``owner`` against its JOIN_RATE: over it, 429
+    rate_limited with Retry-After. Every way a client is handed a seat goes through here."""
+    if owner is not None:
+        await over_quota(await _state(request).quotas.join(owner),
+                         "seats taken from this address")
 
 
 async def meta(request: Request) -> Response:
@@ -229,9 +249,7 @@ async def join_table(request: Request) -> Response:
     # An account's seat is named by its username: `name` is read (and checked) only for a
     # guest, or for a session that cannot be checked now (PostgreSQL down).
     name = clean_player_name(name) if identity.guest or identity.unchecked else ""
-    owner = owner_key(request.client.host if request.client else None)
-    if owner is not None:
-        await over_quota(await state.quotas.join(owner), "seats taken from this address")
+    await charge_join(request, client_owner(request))
     table_id = request.path_params["table_id"]
     service = _service(request)
     limit = state.settings.max_tables_per_player
@@ -262,9 +280,7 @@ async def resume_seat(request: Request) -> Response:
     changing(request)
     await read_json(request)
     visitor = await Visitor.of(request)
-    owner = owner_key(request.client.host if request.client else None)
-    if owner is not None:  # a new token is a seat taken again: the address's JOIN_RATE
-        await over_quota(await _state(request).quotas.join(owner), "seats taken from this address")
+    await charge_join(request, client_owner(request))  # a new token: a seat taken again
     seat, token = await _service(request).resume(request.path_params["table_id"],
                                                  visitor.identity.key)
     return visitor.respond(request, JSONResponse({"seat": seat, "token": token}))
@@ -288,16 +304,26 @@ def _seat_token(body: dict[str, Any]) -> str:
 
 
 async def rematch(request: Request) -> Response:
-    """`POST /api/tables/{id}/rematch` {"token"}: the seat accepts a rematch."""
+    """`POST /api/tables/{id}/rematch` {"token"}: the seat accepts a rematch. The request that
+    makes the rematch table (the last acceptance) is charged a table created, as `create_table`
+    (it starts at once: MAX_WAITING_TABLES does not apply); a refusal records nothing."""
     token = _seat_token(await read_json(request))
+    owner = client_owner(request)
+
+    async def charge() -> None:
+        await charge_create(request, owner, waits=False)
+
     found = await checking_token(
-        request, _service(request).rematch(request.path_params["table_id"], token), token)
+        request, _service(request).rematch(request.path_params["table_id"], token,
+                                           creator=owner, before_make=charge), token)
     return JSONResponse({"rematch": found})
 
 
 async def rematch_seat(request: Request) -> Response:
-    """`POST /api/tables/{id}/rematch/seat` {"token"}: the seat's place at the rematch table."""
+    """`POST /api/tables/{id}/rematch/seat` {"token"}: the seat's place at the rematch table,
+    a seat taken as `join_table` (JOIN_RATE)."""
     token = _seat_token(await read_json(request))
+    await charge_join(request, client_owner(request))
     found = await checking_token(
         request, _service(request).rematch_seat(request.path_params["table_id"], token), token)
     return JSONResponse(found)

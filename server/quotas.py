@@ -20,11 +20,15 @@ class Quotas:
         self.store = store
         self.settings = settings
 
-    async def create(self, address: str) -> int | None:
-        """May ``address`` create a table now? Counts the attempt."""
+    async def create(self, address: str, *, waits: bool = True) -> int | None:
+        """May ``address`` create a table now? Counts the attempt. A table that will not wait
+        for players (``waits`` false: a rematch table starts at once) is not held to
+        MAX_WAITING_TABLES."""
         count, left = await self.store.hit(f"create:{address}", WINDOW_S)
         if count > self.settings.create_rate:
             return left
+        if not waits:
+            return None
         waiting = await self._still_waiting(address)
         if len(waiting) >= self.settings.max_waiting_tables:
             return WINDOW_S  # until one of them starts or expires

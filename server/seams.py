@@ -10,7 +10,7 @@ Must not import the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -109,7 +109,9 @@ class TableLobby(Protocol):
 
     async def leave(self, table_id: str, token: str) -> None: ...
 
-    async def rematch(self, table_id: str, token: str) -> dict[str, Any]: ...
+    async def rematch(self, table_id: str, token: str, *, creator: str | None = None,
+                      before_make: Callable[[], Awaitable[None]] | None = None,
+                      ) -> dict[str, Any]: ...
 
     async def rematch_seat(self, table_id: str, token: str) -> dict[str, Any]: ...
 

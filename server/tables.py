@@ -164,8 +164,11 @@ def rematch_people(record: TableRecord) -> list[int]:
     return [s for s in range(record.config.players) if s not in record.config.bots]
 
 
-def rematch_agreed(record: TableRecord) -> bool:
+def rematch_agreed(record: TableRecord, seat: int | None = None) -> bool:
+    """Whether every seat people played has accepted (counting ``seat`` as accepted too)."""
     accepted = set(record.rematch["accepted"]) if record.rematch is not None else set()
+    if seat is not None:
+        accepted.add(seat)
     people = rematch_people(record)
     return bool(people) and all(s in accepted for s in people)
 
@@ -865,10 +868,19 @@ class TableService:
             await self.write(table_id, change, client=(-1, "ratings"))
 
     # -- rematches ---------------------------------------------------------------------------
-    async def rematch(self, table_id: str, token: str) -> dict[str, Any]:
+    async def rematch(self, table_id: str, token: str, *, creator: str | None = None,
+                      before_make: Callable[[], Awaitable[None]] | None = None,
+                      ) -> dict[str, Any]:
         """The seat of ``token`` accepts a rematch of the finished game; returns the table's
         ``rematch`` ({"accepted": [seats], "table": id or None}). Once every seat people
-        played has accepted, the rematch table is made (`_make_rematch`)."""
+        played has accepted, the rematch table is made (`_make_rematch`), owned by ``creator``
+        (server.fairness.owner_key of the client asking, as `create`'s ``owner``).
+
+        ``before_make`` (the lobby's quotas) is awaited once before this request makes the
+        table, and may refuse it (raise `Rejected`): when this acceptance completes the set,
+        before it is recorded, so that nothing changes; when the set was completed by a
+        request that could not make the table (another acceptance at the same moment), the
+        acceptances stay and asking again makes the table."""
         async with unavailable_on_redis_error():
             seat, _ = await self.authenticate(table_id, token)
             if seat is None:
@@ -877,6 +889,10 @@ class TableService:
             hashed = token_hash(token)
             record = (await self.load(table_id)).record
             rematch_refusal(record)
+            charged = False  # whether before_make has been awaited
+            if before_make is not None and rematch_agreed(record, seat):
+                await before_make()
+                charged = True
             if record.rematch is None or seat not in record.rematch["accepted"]:
                 lifetime = await self.store.lifetime_ms(table_id)
 
@@ -894,7 +910,9 @@ class TableService:
                 record = (await self.load(table_id)).record
             if rematch_agreed(record) and record.rematch is not None \
                     and record.rematch["table"] is None:
-                record = await self._make_rematch(record)
+                if not charged and before_make is not None:
+                    await before_make()
+                record = await self._make_rematch(record, creator)
         assert record.rematch is not None
         return {"accepted": list(record.rematch["accepted"]), "table": record.rematch["table"]}
 
@@ -904,8 +922,9 @@ class TableService:
         if self.archive and before_ms > 0:
             await self.store.archive_done(table_id, None, before_ms)
 
-    async def _make_rematch(self, old: TableRecord) -> TableRecord:
-        """Make the rematch table of ``old`` (once, by one process: a lock): the same config,
+    async def _make_rematch(self, old: TableRecord, creator: str | None) -> TableRecord:
+        """Make the rematch table of ``old`` (once, by one process: a lock), owned by
+        ``creator`` (the scheduler's fair shares, as `create`'s ``owner``): the same config,
         every seat moved one on (seat s -> (s + 1) % players), bots included; each person's
         new seat taken for them (same owner, same account) and its token kept for
         REMATCH_TTL_S under ``{old id}:rematch`` until they claim it (`rematch_seat`). Then
@@ -922,7 +941,7 @@ class TableService:
             players = config.players
             rotated = replace(config, bots={(s + 1) % players: level
                                             for s, level in config.bots.items()})
-            created = await self._create(rotated, None)
+            created = await self._create(rotated, creator)
             new_id, invite = str(created["id"]), created["invite"]
             tokens: dict[Any, Any] = {"table": new_id, "invite": invite or ""}
             for seat in rematch_people(old):

@@ -272,6 +272,104 @@ async def test_a_guest_rematches_a_private_bot_game_and_a_left_seat_never_accept
         await play_to_end({1: client}, [])
 
 
+# A realtime clock as short as it gets: a seat that does nothing forfeits within a second.
+HURRIED = {"clock": {"kind": "realtime", "move_s": 1, "reserve_s": 0}, "on_timeout": "forfeit"}
+
+
+@pytest.fixture
+async def stingy(redis_url: str) -> AsyncIterator[ServiceProcess]:
+    """The service with one table a minute and two seats a minute per client address."""
+    env = {**ENV, "CREATE_RATE": "1", "JOIN_RATE": "2", "MAX_WAITING_TABLES": "1"}
+    async with running(ServiceProcess(redis_url, env=env)) as process:
+        yield process
+
+
+async def forfeited(web: httpx.AsyncClient, table: str) -> int:
+    """Wait for the seat to move to forfeit on time (nobody plays); the table's version."""
+
+    async def over() -> int | None:
+        summary = (await web.get(f"/api/tables/{table}")).json()
+        return int(summary["v"]) if summary["status"] == "finished" else None
+
+    return int(await eventually(over, within_s=10, what="forfeit on time"))
+
+
+async def a_minute_later(redis: aioredis.Redis, kind: str) -> None:
+    """The fixed windows of the ``kind`` quota ("create", "join": server.quotas) end now."""
+    async for key in redis.scan_iter(match=f"quota:{kind}:*"):
+        await redis.delete(key)
+
+
+def refused_over_quota(response: httpx.Response) -> None:
+    assert response.status_code == 429, response.text
+    assert code(response) == "rate_limited"
+    assert int(response.headers["Retry-After"]) > 0
+
+
+async def test_a_rematch_chain_is_charged_to_the_address_quotas_like_the_front_door(
+    stingy: ServiceProcess, redis_client: aioredis.Redis,
+) -> None:
+    async with browser(stingy) as guest:
+        made = await guest.post("/api/tables",
+                                json={"players": 2, "bots": {"1": "random"}, **HURRIED})
+        assert made.status_code == 201, made.text
+        table = made.json()["id"]
+        token = await sit(guest, table, 0, "visitor")  # the first of two seats a minute
+        refused_over_quota(await guest.post("/api/tables", json={"players": 2}))
+
+        # The guest forfeits on time and asks for a rematch: that would make a table, and the
+        # address has made its one table this minute.
+        version = await forfeited(guest, table)
+        asked = await guest.post(f"/api/tables/{table}/rematch", json={"token": token})
+        refused_over_quota(asked)
+        assert (await guest.get(f"/api/tables/{table}")).json()["v"] == version  # unchanged
+        assert (await guest.get("/api/me/tables")).json()["tables"] == []  # no table made
+
+        # A minute later the same request makes the rematch (a table within the quota).
+        await a_minute_later(redis_client, "create")
+        asked = await guest.post(f"/api/tables/{table}/rematch", json={"token": token})
+        assert asked.status_code == 200, asked.text
+        new = asked.json()["rematch"]["table"]
+        assert asked.json()["rematch"]["accepted"] == [0] and new is not None
+        claimed = await guest.post(f"/api/tables/{table}/rematch/seat", json={"token": token})
+        assert claimed.status_code == 200, claimed.text  # the second seat this minute
+        assert claimed.json()["table"] == new
+
+        # The chain stops there: the next rematch would be a second table this minute ...
+        await forfeited(guest, new)
+        chained = await guest.post(f"/api/tables/{new}/rematch",
+                                   json={"token": claimed.json()["token"]})
+        refused_over_quota(chained)
+        # ... and claiming the rematch seat again is a third seat this minute.
+        refused_over_quota(await guest.post(f"/api/tables/{table}/rematch/seat",
+                                            json={"token": token}))
+        await a_minute_later(redis_client, "join")
+        again = await guest.post(f"/api/tables/{table}/rematch/seat", json={"token": token})
+        assert again.json() == claimed.json()  # the same seat, once the window is over
+
+
+async def test_the_player_who_completes_a_rematch_pays_for_it_and_a_refusal_loses_nothing(
+    stingy: ServiceProcess, redis_client: aioredis.Redis,
+) -> None:
+    async with browser(stingy) as ann, browser(stingy) as bob:
+        table = await create(ann, **HURRIED)
+        tokens = [await sit(ann, table, 0, "ann"), await sit(bob, table, 1, "bob")]
+        await forfeited(ann, table)
+        # Accepting makes nothing yet: no quota to pay, even with the address's table spent.
+        first = await ann.post(f"/api/tables/{table}/rematch", json={"token": tokens[0]})
+        assert first.json() == {"rematch": {"accepted": [0], "table": None}}, first.text
+        version = (await ann.get(f"/api/tables/{table}")).json()["v"]
+        # Bob's acceptance would make the table: refused, and Bob's acceptance not recorded.
+        refused_over_quota(await bob.post(f"/api/tables/{table}/rematch",
+                                          json={"token": tokens[1]}))
+        assert (await bob.get(f"/api/tables/{table}")).json()["v"] == version
+        await a_minute_later(redis_client, "create")
+        agreed = await bob.post(f"/api/tables/{table}/rematch", json={"token": tokens[1]})
+        assert agreed.status_code == 200, agreed.text
+        rematch = agreed.json()["rematch"]
+        assert rematch["accepted"] == [0, 1] and rematch["table"] is not None  # Ann's kept
+
+
 # ---- your turn -----------------------------------------------------------------------------
 
 async def test_your_turn_reaches_the_other_player_of_a_turn_based_game(
