@@ -280,12 +280,16 @@ async def login(request: Request) -> Response:
     return response
 
 
-async def _sessions_ended(request: Request, player_id: int) -> None:
+async def _sessions_ended(request: Request, player_id: int, *, seats: bool = False) -> None:
     """Tell every process that sessions of the player ended: their ``/ws/me`` sockets close
     now (4008) rather than at the next sweep (server.inbox). Best effort: without Redis the
-    sweep still closes them."""
+    sweep still closes them. With ``seats`` (every other session ended: a password change, a
+    logout everywhere, the account deleted), the seat tokens any session took end too
+    (`TableService.revoke_tokens`): someone logged in as the player keeps none of them."""
     with contextlib.suppress(RedisError, OSError):
         await publish_sessions_ended(_state(request).redis, player_id)
+    if seats:
+        await _state(request).service.revoke_tokens(player_key(player_id))
 
 
 @players_api
@@ -304,7 +308,7 @@ async def logout_everywhere(request: Request) -> Response:
     changing(request)
     player, _ = await current_player(request)
     await _db(request).execute("DELETE FROM sessions WHERE player_id = $1", player["id"])
-    await _sessions_ended(request, player["id"])
+    await _sessions_ended(request, player["id"], seats=True)
     response = Response(status_code=204)
     _clear_cookie(request, response)
     return response
@@ -338,7 +342,7 @@ async def change_password(request: Request) -> Response:
         # every other session ends; this one stays logged in
         await conn.execute("DELETE FROM sessions WHERE player_id = $1 AND id_hash <> $2",
                            player["id"], digest)
-    await _sessions_ended(request, player["id"])
+    await _sessions_ended(request, player["id"], seats=True)
     return Response(status_code=204)
 
 
@@ -355,7 +359,7 @@ async def delete_account(request: Request) -> Response:
             "UPDATE games g SET seat_names[gp.seat + 1] = $2 FROM game_players gp "
             "WHERE gp.game_id = g.id AND gp.player_id = $1", player["id"], DELETED_PLAYER)
         await conn.execute("DELETE FROM players WHERE id = $1", player["id"])
-    await _sessions_ended(request, player["id"])
+    await _sessions_ended(request, player["id"], seats=True)
     response = Response(status_code=204)
     _clear_cookie(request, response)
     return response

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import hmac
+import itertools
 import logging
 import secrets
 import time
@@ -804,9 +805,31 @@ class TableService:
             await self.store.drop_seated(owner, stale)
         return found
 
+    async def revoke_tokens(self, owner: str) -> int:
+        """Every seat ``owner`` holds at a table waiting or in play gets a new token that nobody
+        is given: every token of the seat stops working and its sockets are closed (4005), so a
+        token taken by someone who was logged in as the account ends with their session. The
+        account's own pages take their seats back with `resume`. Returns how many seats."""
+        revoked = 0
+        for table_id in await self.store.seated_tables(owner):
+            for nth in itertools.count():  # each seat of the owner's there (one, mostly)
+                try:
+                    await self._new_token(table_id, owner, nth)
+                except Rejected as rej:
+                    if rej.code not in ("not_seated", "unknown_table"):
+                        raise
+                    break
+                revoked += 1
+        return revoked
+
     async def resume(self, table_id: str, owner: str) -> tuple[int, str]:
         """A new token for the seat ``owner`` holds at the table (the same person on another
         device); the seat's old token stops working and its sockets are closed."""
+        return await self._new_token(table_id, owner, 0)
+
+    async def _new_token(self, table_id: str, owner: str, nth: int) -> tuple[int, str]:
+        """(seat, its new token) for the ``nth`` seat (0 = the first) ``owner`` holds at the
+        table, waiting or in play; not_seated when there is no such seat."""
         token = secrets.token_urlsafe(32)
         hashed = token_hash(token)
         held: list[int] = []
@@ -815,10 +838,10 @@ class TableService:
             record = loaded.record
             mine = [s for s, st in enumerate(record.seats)
                     if st.owner == owner and st.bot is None]
-            if not mine or record.status == FINISHED:
+            if len(mine) <= nth or record.status == FINISHED:
                 raise Rejected("not_seated", "you hold no seat at this table", status=403)
-            held[:] = mine[:1]
-            return Change(record, [], ("set", mine[0], hashed))
+            held[:] = mine[nth:nth + 1]
+            return Change(record, [], ("set", mine[nth], hashed))
 
         async with unavailable_on_redis_error():
             await self.write(table_id, change, client=(-1, "resume:" + hashed[:32]))

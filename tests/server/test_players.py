@@ -18,7 +18,7 @@ from tests.server.conftest import FAST, running
 from tests.support.pg_server import PgServer
 from tests.support.servers import GameClient, ServiceProcess, close_code, play_to_end
 from tests.support.stats_oracle import recompute
-from tests.support.web import account, browser, code, create, eventually, sit
+from tests.support.web import PASSWORD, account, browser, code, create, eventually, sit
 
 SHORT_GAME = {"preset": "all-fives", "target": 1}  # over after the first hand that scores
 ENV = {**FAST, "BOT_DELAY_MS": "0", "ARCHIVE_SWEEP_S": "1", "LEADERBOARD_REFRESH_S": "0.5"}
@@ -404,3 +404,39 @@ async def test_a_private_rated_game_is_counted_in_ratings_but_has_no_point_in_th
             fives = profile["ratings"]["fives"]
             assert fives["games"] == 1 and fives["history"] == []
             assert profile["recent"] == []
+
+
+@pytest.mark.parametrize("how", ["password", "everywhere", "delete"])
+async def test_ending_the_other_sessions_also_ends_the_seat_tokens_they_took(
+    svc: ServiceProcess, how: str,
+) -> None:
+    """Someone who learnt ann's password logs in and takes a token for her seat. Changing the
+    password, logging out everywhere or deleting the account ends their session -- and every
+    seat token of the account (the intruder's socket is closed 4005, the token refused), not
+    only the sessions: a stolen token used to go on playing, even resigning her rated game.
+    ann's own logged-in pages take their seat back with a new token (`resume`)."""
+    async with account(svc, "ann") as ann, account(svc, "bob") as bob, \
+            browser(svc) as intruder:
+        table = await create(ann, rated=True)
+        await sit(ann, table, 0)
+        await sit(bob, table, 1)
+        assert (await intruder.post("/api/session", json={
+            "username": "ann", "password": PASSWORD})).status_code == 200
+        stolen = (await intruder.post(f"/api/tables/{table}/resume", json={})).json()["token"]
+        socket = await connect(svc, table, stolen)
+        if how == "password":
+            ended = await ann.post("/api/me/password",
+                                   json={"password": PASSWORD, "new_password": "a new one!!"})
+        elif how == "everywhere":
+            ended = await ann.request("DELETE", "/api/sessions", json={})
+        else:
+            ended = await ann.request("DELETE", "/api/me", json={"password": PASSWORD})
+        assert ended.status_code in (200, 204), ended.text
+        assert (await intruder.get("/api/me")).status_code == 401
+        assert await close_code(socket) == 4005
+        left = await intruder.post(f"/api/tables/{table}/leave", json={"token": stolen})
+        assert (left.status_code, code(left)) == (403, "bad_token")
+        assert (await bob.get(f"/api/tables/{table}")).json()["status"] == "playing"
+        if how == "password":  # (logging out everywhere logs this page out too)
+            resumed = await ann.post(f"/api/tables/{table}/resume", json={})
+            assert resumed.status_code == 200 and resumed.json()["seat"] == 0
