@@ -103,6 +103,18 @@ _NOT_BLOCKED = ("NOT EXISTS (SELECT 1 FROM blocks WHERE (blocker = $1 AND blocke
 
 # ---- follows ---------------------------------------------------------------------------------
 
+async def _below_cap(conn: Queries, table: str, mine: str, theirs: str, me: int, other: int,
+                     cap: int, code: str, sentence: str) -> None:
+    """Refuse (409 ``code``) a new row of ``me`` in ``table`` (follows or blocks) when ``me``
+    has ``cap`` rows already, not counting one with ``other``. Takes the account's row lock
+    first: one such change of an account at a time, so the count stays true."""
+    await conn.execute("SELECT 1 FROM players WHERE id = $1 FOR UPDATE", me)
+    count = await conn.fetchval(f"SELECT count(*) FROM {table} WHERE {mine} = $1 "  # names: ours
+                                f"AND {theirs} <> $2", me, other)
+    if count >= cap:
+        raise Rejected(code, sentence.format(cap) + " first", status=409)
+
+
 @players_api
 async def follow(request: Request) -> Response:
     """``PUT /api/me/follows/{name}``."""
@@ -111,13 +123,8 @@ async def follow(request: Request) -> Response:
     db = pool(_state(request))
     other = await _reachable(db, me, request.path_params["name"], "follow")
     async with db.acquire() as conn, conn.transaction():
-        # One follow change of an account at a time: the count below stays true.
-        await conn.execute("SELECT 1 FROM players WHERE id = $1 FOR UPDATE", me["id"])
-        count = await conn.fetchval("SELECT count(*) FROM follows WHERE follower = $1 "
-                                    "AND followee <> $2", me["id"], other["id"])
-        if count >= MAX_FOLLOWING:
-            raise Rejected("too_many_follows",
-                           f"you follow {MAX_FOLLOWING} players; unfollow one first", status=409)
+        await _below_cap(conn, "follows", "follower", "followee", me["id"], other["id"],
+                         MAX_FOLLOWING, "too_many_follows", "you follow {} players; unfollow one")
         done = await conn.fetchval(
             "INSERT INTO follows (follower, followee) SELECT $1, $2 WHERE " + _NOT_BLOCKED
             + " ON CONFLICT DO NOTHING RETURNING 1", me["id"], other["id"])
@@ -208,15 +215,10 @@ async def block(request: Request) -> Response:
     other = await player_row(db, request.path_params["name"])
     if other["id"] == me["id"]:
         raise Rejected("bad_request", "you cannot block yourself", status=400)
-    limit = _state(request).settings.max_blocks
     async with db.acquire() as conn, conn.transaction():
-        # One block change of an account at a time: the count below stays true.
-        await conn.execute("SELECT 1 FROM players WHERE id = $1 FOR UPDATE", me["id"])
-        count = await conn.fetchval("SELECT count(*) FROM blocks WHERE blocker = $1 "
-                                    "AND blocked <> $2", me["id"], other["id"])
-        if count >= limit:
-            raise Rejected("too_many_blocks",
-                           f"you block {limit} players; unblock one first", status=409)
+        await _below_cap(conn, "blocks", "blocker", "blocked", me["id"], other["id"],
+                         _state(request).settings.max_blocks, "too_many_blocks",
+                         "you block {} players; unblock one")
         await conn.execute("INSERT INTO blocks (blocker, blocked) VALUES ($1, $2) "
                            "ON CONFLICT DO NOTHING", me["id"], other["id"])
         await conn.execute("DELETE FROM follows WHERE (follower = $1 AND followee = $2) "
