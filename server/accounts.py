@@ -1,9 +1,10 @@
 """Player accounts and login sessions over HTTP (docs/players.md), stored in PostgreSQL.
 
 Owns: registration, log in / log out, the session cookie, password changes and account
-deletion, and the failed-login limits (counters in Redis, shared by every process). Passwords
-are hashed with argon2id off the event loop; a session id is random, sent only in an HttpOnly
-cookie and stored as its SHA-256. Must not import the engine.
+deletion, the login limits (every password check and every failed one, counted in Redis,
+shared by every process) and the cap on sessions per account. Passwords are hashed with
+argon2id off the event loop; a session id is random, sent only in an HttpOnly cookie and
+stored as its SHA-256. Must not import the engine.
 """
 
 from __future__ import annotations
@@ -145,15 +146,27 @@ def _clear_cookie(request: Request, response: Response, name: str = COOKIE) -> N
                            secure=request.url.scheme in ("https", "wss"))
 
 
-async def _new_session(request: Request, conn: Queries, player_id: int) -> str:
+async def _new_session(request: Request, conn: Queries, player_id: int) -> tuple[str, bool]:
+    """A new session of the player: its id, and whether live sessions of the player ended to
+    make room for it (the caller then tells their sockets, `_sessions_ended`). The player keeps
+    at most MAX_SESSIONS_PER_ACCOUNT live sessions, the newest; the oldest beyond it end, and
+    expired ones are deleted. Each login trims after its own insert, so once concurrent logins
+    are done the cap holds."""
+    settings = _settings(request)
     session_id = secrets.token_urlsafe(32)
+    digest = session_hash(session_id)
     await conn.execute(
         "INSERT INTO sessions (id_hash, player_id, expires_at) "
         "VALUES ($1, $2, now() + make_interval(secs => $3))",
-        session_hash(session_id), player_id, _settings(request).session_ttl_s)
-    await conn.execute("DELETE FROM sessions WHERE player_id = $1 AND expires_at <= now()",
-                       player_id)
-    return session_id
+        digest, player_id, settings.session_ttl_s)
+    gone = await conn.fetch(
+        "DELETE FROM sessions WHERE player_id = $1 AND id_hash <> $2 AND ("
+        "expires_at <= now() OR id_hash NOT IN ("
+        "SELECT id_hash FROM sessions WHERE player_id = $1 AND id_hash <> $2 "
+        "AND expires_at > now() ORDER BY created_at DESC, expires_at DESC LIMIT $3)) "
+        "RETURNING expires_at > now() AS live",
+        player_id, digest, settings.max_sessions_per_account - 1)
+    return session_id, any(row["live"] for row in gone)
 
 
 def _me(player: dict[str, Any]) -> dict[str, Any]:
@@ -161,21 +174,28 @@ def _me(player: dict[str, Any]) -> dict[str, Any]:
             "created_at": player["created_at"].isoformat()}
 
 
-# ---- failed logins ---------------------------------------------------------------------------
+# ---- login limits ----------------------------------------------------------------------------
 
 class LoginLimits:
-    """Failed logins counted in Redis per account name and per client address over a window;
-    once either is spent, logins for it are answered 429 ``too_many_attempts`` (the right
-    password too) until the window ends."""
+    """The limits on checking a password, counted in Redis (shared by every process) per
+    account name and per client address over LOGIN_WINDOW_S: failed checks
+    (LOGIN_FAILURES_PER_ACCOUNT / _PER_ADDRESS) and, whatever their outcome, all checks, each
+    an argon2id verification (LOGINS_PER_ACCOUNT / _PER_ADDRESS). Once one is spent, password
+    checks for it are answered 429 ``too_many_attempts`` (the right password too) until its
+    window ends."""
 
     def __init__(self, request: Request, username: str) -> None:
         settings = _settings(request)
         self.redis = _state(request).redis
+        self.store = _state(request).service.store
         self.window = max(1, int(settings.login_window_s))
         name = hashlib.sha256(username.casefold().encode()).hexdigest()[:32]
         address = owner_key(request.client.host if request.client else None) or "unknown"
         self.keys = ((f"login:fail:a:{name}", settings.login_failures_per_account),
                      (f"login:fail:ip:{address}", settings.login_failures_per_address))
+        # the address first: an address past its budget spends none of the account's
+        self.tries = ((f"login:ip:{address}", settings.logins_per_address),
+                      (f"login:a:{name}", settings.logins_per_account))
 
     async def check(self) -> None:
         for key, limit in self.keys:
@@ -184,6 +204,15 @@ class LoginLimits:
                 ttl = await self.redis.ttl(key)
                 raise Rejected("too_many_attempts", "too many failed logins; try again later",
                                status=429, retry_after=max(1, int(ttl)))
+
+    async def attempt(self) -> None:
+        """Count one password check (fixed windows, `Store.hit`), right or wrong; over the
+        address's or the account's budget: 429, and no argon2id work is done."""
+        for key, limit in self.tries:
+            count, left = await self.store.hit(key, self.window)
+            if count > limit:
+                raise Rejected("too_many_attempts", "too many logins; try again later",
+                               status=429, retry_after=left)
 
     async def failed(self) -> None:
         for key, _ in self.keys:
@@ -211,9 +240,11 @@ async def _registration_budget(request: Request) -> None:
 
 async def _check_password(request: Request, username: str, password: str,
                           stored: str | None) -> None:
-    """Verify a login (or a re-entered password) under the failed-login limits."""
+    """Verify a login (or a re-entered password) under the login limits: a name or an address
+    locked out by its failures is refused first, then the check is counted, then verified."""
     limits = LoginLimits(request, username)
     await limits.check()
+    await limits.attempt()
     if not await verify_password(stored, password):
         await limits.failed()
         raise Rejected("wrong_credentials", "wrong username or password", status=401)
@@ -237,7 +268,7 @@ async def register(request: Request) -> Response:
                 "RETURNING id, username, created_at", username, digest)
         except asyncpg.UniqueViolationError:
             raise Rejected("username_taken", "that username is taken", status=409) from None
-        session_id = await _new_session(request, conn, row["id"])
+        session_id, _ = await _new_session(request, conn, row["id"])  # its first: none ends
         guest = guest_of(request)
         if guest is not None:  # the guest's archived games become the account's
             await conn.execute(
@@ -274,7 +305,9 @@ async def login(request: Request) -> Response:
                           None if row is None else row["password_hash"])
     assert row is not None
     async with pool.acquire() as conn:
-        session_id = await _new_session(request, conn, row["id"])
+        session_id, ended = await _new_session(request, conn, row["id"])
+    if ended:  # beyond MAX_SESSIONS_PER_ACCOUNT: the oldest ended, as if logged out
+        await _sessions_ended(request, row["id"])
     response = JSONResponse(_me(dict(row)))
     _set_cookie(request, response, session_id)
     return response

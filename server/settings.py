@@ -75,6 +75,11 @@ class Settings:
     # Failed logins per account and per client address in LOGIN_WINDOW_S (docs/players.md).
     login_failures_per_account: int = 10
     login_failures_per_address: int = 50
+    # Password checks (argon2id: logins, password changes, account deletions), whatever their
+    # outcome, per account name and per client address in LOGIN_WINDOW_S.
+    logins_per_account: int = 10
+    logins_per_address: int = 100
+    max_sessions_per_account: int = 20  # a login beyond it ends the account's oldest sessions
     login_window_s: float = 900.0
     registrations_per_address: int = 20  # accounts made from one address in LOGIN_WINDOW_S
     session_ttl_s: float = 30 * 86400.0  # a login session lasts this long
@@ -210,6 +215,10 @@ class Settings:
                                                        d.login_failures_per_account))),
             login_failures_per_address=max(1, int(num("LOGIN_FAILURES_PER_ADDRESS",
                                                        d.login_failures_per_address))),
+            logins_per_account=max(1, int(num("LOGINS_PER_ACCOUNT", d.logins_per_account))),
+            logins_per_address=max(1, int(num("LOGINS_PER_ADDRESS", d.logins_per_address))),
+            max_sessions_per_account=max(1, int(num("MAX_SESSIONS_PER_ACCOUNT",
+                                                     d.max_sessions_per_account))),
             login_window_s=_positive("LOGIN_WINDOW_S",
                                      num("LOGIN_WINDOW_S", d.login_window_s, float)),
             session_ttl_s=_positive("SESSION_TTL_S", num("SESSION_TTL_S", d.session_ttl_s, float)),

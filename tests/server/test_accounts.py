@@ -7,6 +7,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import AsyncIterator
+from itertools import pairwise
 from typing import Any
 
 import asyncpg
@@ -14,11 +15,14 @@ import httpx
 import pytest
 
 from tests.server.conftest import FAST, running
-from tests.support.servers import ServiceProcess
+from tests.server.test_social import ENDED_WITHIN_S, hello_me
+from tests.support.servers import ServiceProcess, close_code
 from tests.support.web import code
 
 LIMITS = {"LOGIN_FAILURES_PER_ACCOUNT": "3", "LOGIN_FAILURES_PER_ADDRESS": "6",
           "REGISTRATIONS_PER_ADDRESS": "4"}
+# Every password check counted, and the sessions an account keeps (the tests of these limits).
+STRICT = {"LOGINS_PER_ACCOUNT": "4", "LOGINS_PER_ADDRESS": "7", "MAX_SESSIONS_PER_ACCOUNT": "3"}
 
 
 @pytest.fixture
@@ -35,6 +39,13 @@ def client(service: ServiceProcess, origin: str | None = None) -> httpx.AsyncCli
 
 
 @pytest.fixture
+async def strict_service(redis_url: str, database_url: str) -> AsyncIterator[ServiceProcess]:
+    env = {**FAST, **LIMITS, **STRICT, "DATABASE_URL": database_url}
+    async with running(ServiceProcess(redis_url, env=env)) as process:
+        yield process
+
+
+@pytest.fixture
 async def web(accounts_service: ServiceProcess) -> AsyncIterator[httpx.AsyncClient]:
     async with client(accounts_service) as http:
         yield http
@@ -46,8 +57,12 @@ async def register(http: httpx.AsyncClient, username: str = "ada",
 
 
 async def login(http: httpx.AsyncClient, username: str = "ada",
-                password: str = "correct horse") -> httpx.Response:
-    return await http.post("/api/session", json={"username": username, "password": password})
+                password: str = "correct horse", address: str | None = None) -> httpx.Response:
+    """A login; with ``address``, from that client address (through the trusted proxy's
+    X-Forwarded-For: 127.0.0.1 is trusted by default)."""
+    headers = {"X-Forwarded-For": address} if address else None
+    return await http.post("/api/session", json={"username": username, "password": password},
+                           headers=headers)
 
 
 async def change(http: httpx.AsyncClient, method: str, path: str,
@@ -291,3 +306,95 @@ async def test_without_postgres_accounts_are_unavailable_and_tables_work(
         web.cookies.set("session", "some-session")
         assert code(await web.get("/api/me")) == "unavailable"
         assert (await web.post("/api/tables", json={"players": 2})).status_code == 201
+
+
+async def test_every_login_counts_against_its_account(strict_service: ServiceProcess) -> None:
+    """LOGINS_PER_ACCOUNT (4): each login costs an argon2id verification, so every one counts
+    for its name, right password or wrong, from any address; past it the name waits."""
+    async with client(strict_service) as web:
+        for name in ("ada", "bob"):  # a registration is not a login
+            assert (await register(web, name)).status_code == 201
+    async with client(strict_service) as web:
+        for _ in range(2):
+            assert (await login(web)).status_code == 200
+        assert code(await login(web, password="not the password")) == "wrong_credentials"
+        assert (await login(web, "ADA", address="203.0.113.9")).status_code == 200
+        limited = await login(web)  # the fifth, with the right password
+        assert limited.status_code == 429 and code(limited) == "too_many_attempts"
+        assert int(limited.headers["Retry-After"]) > 0
+        assert code(await login(web, address="198.51.100.4")) == "too_many_attempts"
+        assert (await login(web, "bob")).status_code == 200  # another account logs in
+
+
+async def test_every_login_counts_against_its_address(strict_service: ServiceProcess) -> None:
+    """LOGINS_PER_ADDRESS (7): logins from one address over any names, right passwords too; an
+    IPv6 client by its /64, whichever of its addresses it uses."""
+    names = ("ann", "bea", "cid", "dot")
+    async with client(strict_service) as web:
+        for name in names:
+            assert (await register(web, name)).status_code == 201
+    async with client(strict_service) as web:
+        for n in range(7):
+            got = await login(web, names[n % 4], address=f"2001:db8:0:7::{n + 1:x}")
+            assert got.status_code == 200, got.text
+        for name in ("dot", "nobody_here"):
+            over = await login(web, name, address="2001:db8:0:7:ffff::1")
+            assert over.status_code == 429 and code(over) == "too_many_attempts"
+            assert int(over.headers["Retry-After"]) > 0
+        assert (await login(web, "dot", address="2001:db8:0:8::1")).status_code == 200
+
+
+async def test_password_changes_and_deletions_count_as_logins(
+    strict_service: ServiceProcess, db: asyncpg.Connection
+) -> None:
+    """A password change (two argon2id operations) and an account deletion check the password:
+    each counts against LOGINS_PER_ACCOUNT (4) like a login, whatever its outcome."""
+    async with client(strict_service) as web:
+        await register(web)
+        wrong = await change(web, "POST", "/api/me/password",
+                             {"password": "not it at all", "new_password": "battery staple"})
+        assert code(wrong) == "wrong_credentials"
+        chain = ("correct horse", "battery staple", "correct horse", "battery staple")
+        for old, new in pairwise(chain):
+            done = await change(web, "POST", "/api/me/password",
+                                {"password": old, "new_password": new})
+            assert done.status_code == 204, done.text
+        stored = await db.fetchval("SELECT password_hash FROM players")
+        over = await change(web, "POST", "/api/me/password",
+                            {"password": "battery staple", "new_password": "fresh password"})
+        assert over.status_code == 429 and code(over) == "too_many_attempts"
+        assert int(over.headers["Retry-After"]) > 0
+        gone = await change(web, "DELETE", "/api/me", {"password": "battery staple"})
+        assert gone.status_code == 429 and code(gone) == "too_many_attempts"
+        assert code(await login(web, password="battery staple")) == "too_many_attempts"
+        assert await db.fetchval("SELECT password_hash FROM players") == stored
+        assert (await web.get("/api/me")).status_code == 200  # still logged in
+
+
+async def test_a_login_beyond_the_session_cap_ends_the_oldest(
+    strict_service: ServiceProcess, db: asyncpg.Connection
+) -> None:
+    """MAX_SESSIONS_PER_ACCOUNT (3): a login beyond it ends the account's oldest live session
+    as a log out would (its /ws/me socket closes 4008); expired ones are deleted and never
+    count; the newer sessions and other accounts' stay."""
+    async with client(strict_service) as bob, client(strict_service) as first, \
+            client(strict_service) as second, client(strict_service) as third, \
+            client(strict_service) as fourth:
+        assert (await register(bob, "bob")).status_code == 201
+        assert (await register(first)).status_code == 201
+        page, _ = await hello_me(strict_service, first)
+        for web in (second, third):
+            assert (await login(web)).status_code == 200
+        player = await db.fetchval("SELECT id FROM players WHERE username = 'ada'")
+        await db.execute(  # the newest row of all, but expired
+            "INSERT INTO sessions (id_hash, player_id, expires_at) "
+            "VALUES ($1, $2, now() - interval '1 second')",
+            hashlib.sha256(secrets.token_urlsafe(32).encode()).digest(), player)
+        assert (await login(fourth)).status_code == 200
+        ended = await first.get("/api/me")
+        assert ended.status_code == 401 and code(ended) == "session_expired"
+        assert await close_code(page, wait_s=ENDED_WITHIN_S) == 4008
+        for web in (second, third, fourth, bob):
+            assert (await web.get("/api/me")).status_code == 200
+        assert await db.fetchval("SELECT count(*) FROM sessions WHERE player_id = $1",
+                                 player) == 3

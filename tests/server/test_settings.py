@@ -33,7 +33,20 @@ def test_values_are_read_from_the_environment() -> None:
     assert settings.state_append_max == 0 and Settings.from_env({}).state_append_max == 64
 
 
-@pytest.mark.parametrize("name, value", [("PORT", "eighty"), ("SEND_QUEUE", "-1")])
+def test_login_limits_and_the_session_cap() -> None:
+    defaults = Settings.from_env({})
+    assert (defaults.logins_per_account, defaults.logins_per_address,
+            defaults.max_sessions_per_account) == (10, 100, 20)
+    settings = Settings.from_env({"LOGINS_PER_ACCOUNT": "4", "LOGINS_PER_ADDRESS": "7",
+                                  "MAX_SESSIONS_PER_ACCOUNT": "3"})
+    assert (settings.logins_per_account, settings.logins_per_address,
+            settings.max_sessions_per_account) == (4, 7, 3)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("PORT", "eighty"), ("SEND_QUEUE", "-1"), ("LOGINS_PER_ACCOUNT", "ten"),
+    ("LOGINS_PER_ADDRESS", "-5"), ("MAX_SESSIONS_PER_ACCOUNT", "2.5"),
+])
 def test_nonsense_is_refused_with_the_variable_named(name: str, value: str) -> None:
     with pytest.raises(ValueError, match=name):
         Settings.from_env({name: value})
