@@ -23,7 +23,7 @@ from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from server import ratings, text
+from server import player_stats, ratings, text
 from server.archive import DELETED_PLAYER
 from server.db import DB_DOWN, Pool, Queries
 from server.fairness import owner_key
@@ -277,6 +277,7 @@ async def register(request: Request) -> Response:
                 "WHERE gp.game_id = g.id AND gp.guest = $2", row["id"], guest, username)
             await conn.execute("UPDATE game_players SET player_id = $1, guest = NULL, "
                                "account = true WHERE guest = $2", row["id"], guest)
+            await player_stats.recount(conn, row["id"])  # their profile's stats
     claimed = False
     if guest is not None:  # and so do the seats it holds now
         shown = {"name": username, "rating": ratings.display(ratings.Skill.new().mu),

@@ -16,7 +16,8 @@ archived) and the job leave the queue. With PostgreSQL down the jobs stay and th
 with backoff (up to ``ARCHIVE_RETRY_MAX_S``); the tables waiting meanwhile stay in Redis.
 
 Each game's row goes with a pending ``game_analysis`` row in the same transaction, the job of
-the post-game analysis (server.analysis).
+the post-game analysis (server.analysis), and with its account seats counted in the players'
+profile statistics (server.player_stats).
 
 Reads. `Archive.rendered` answers a transcript or replay read once Redis no longer has the table
 (a private game needs its invite: seat tokens are gone with the table); a replay is rendered from
@@ -39,7 +40,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]  # ships no type hints
 from redis.exceptions import RedisError
 
-from server import ratings, seasons
+from server import player_stats, ratings, seasons
 from server.db import Pool, Postgres, Queries
 from server.record import FINISHED, TableRecord
 from server.rejected import Rejected
@@ -64,9 +65,9 @@ ON CONFLICT (id) DO NOTHING
 _INSERT_SEAT = """
 INSERT INTO game_players (game_id, seat, player_id, guest, account, bot, side, family, preset,
                           rated, outcome, ended_at, hands, hands_won, won_domino, won_block,
-                          play_points, bonus_points, best_play, big_plays)
+                          play_points, bonus_points, best_play, big_plays, private)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-        $20)
+        $20, $21)
 """
 _COLUMNS = """id, name, rules, preset, players, seat_names, seat_bots, seat_players, sides,
 winner_side, end_reason, end_seat, scores, hands, private, invite_hash, created_at, started_at,
@@ -184,8 +185,16 @@ def seat_rows(record: TableRecord, transcript: Mapping[str, Any], ended_ms: int,
             _preset(config.rules), config.rated, outcomes[side_of[seat]], _time(ended_ms),
             numbers.hands, numbers.hands_won, numbers.won_domino, numbers.won_block,
             numbers.play_points, numbers.bonus_points, numbers.best_play, numbers.big_plays,
+            config.private,
         ])
     return rows
+
+
+def counted_seats(rows: list[list[Any]]) -> list[player_stats.Seat]:
+    """The account seats of `seat_rows`, as server.player_stats counts them."""
+    return [player_stats.Seat(row[2], row[0], row[1], row[7], row[8], row[10], row[11],
+                              *row[12:20])
+            for row in rows if row[2] is not None]
 
 
 async def rate_game(conn: Queries, record: TableRecord, accounts: Mapping[int, int],
@@ -368,8 +377,9 @@ class Archive:
                 _INSERT, *game_row(record, transcript, transcript_gz, ended_ms, accounts))
             if not status.endswith(" 1"):
                 return None  # another process archived it meanwhile
-            await conn.executemany(_INSERT_SEAT,
-                                   seat_rows(record, transcript, ended_ms, accounts))
+            seats = seat_rows(record, transcript, ended_ms, accounts)
+            await conn.executemany(_INSERT_SEAT, seats)
+            await player_stats.add_games(conn, counted_seats(seats))
             await conn.execute("INSERT INTO game_analysis (game_id, queued_at) VALUES ($1, $2)",
                                job.table_id, ended)
             if record.config.rated:

@@ -1,6 +1,7 @@
 """Players over HTTP (docs/players.md): profiles, a player's games, leaderboards, and what a
 table shows of an account's seat. Everything is read from PostgreSQL (the archive's
-``game_players``, ``ratings`` and ``rating_history``, written by server.archive).
+``game_players``, ``ratings``, ``rating_history`` and the stats of server.player_stats, written
+by server.archive).
 
 Must not import the HTTP lobby (server.lobby imports this module).
 """
@@ -18,7 +19,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from server import leaderboard, ratings, seasons
+from server import leaderboard, player_stats, ratings, seasons
 from server.archive import DELETED_PLAYER
 from server.db import Queries
 from server.identity import Identity, identify, pool
@@ -74,6 +75,8 @@ async def player_row(conn: Queries, name: str) -> Any:
 
 # ---- games -----------------------------------------------------------------------------------
 
+# Read from game_players_listed, which holds no private game (server/migrations/0008): a page
+# costs the same however many private games the player has. (games.private is checked too.)
 _GAMES = """
 SELECT gp.game_id, gp.seat, gp.outcome, gp.ended_at, g.name, g.preset, g.family, g.rated,
        g.seat_names, g.seat_bots, g.sides, g.scores, g.winner_side, g.end_reason, g.end_seat,
@@ -81,7 +84,8 @@ SELECT gp.game_id, gp.seat, gp.outcome, gp.ended_at, g.name, g.preset, g.family,
        (SELECT array_agg(x.account AND x.player_id IS NULL ORDER BY x.seat)
           FROM game_players x WHERE x.game_id = g.id) AS deleted
 FROM game_players gp JOIN games g ON g.id = gp.game_id
-WHERE gp.player_id = $1 AND NOT g.private AND (gp.ended_at, gp.game_id) < ($2, $3)
+WHERE gp.player_id = $1 AND NOT gp.private AND NOT g.private
+  AND (gp.ended_at, gp.game_id) < ($2, $3)
 ORDER BY gp.ended_at DESC, gp.game_id DESC
 LIMIT $4
 """
@@ -167,61 +171,10 @@ async def player_games(request: Request) -> Response:
 
 # ---- profiles --------------------------------------------------------------------------------
 
-_STATS = """
-SELECT family, count(*) AS games,
-       count(*) FILTER (WHERE outcome = 'win') AS wins,
-       count(*) FILTER (WHERE outcome = 'loss') AS losses,
-       count(*) FILTER (WHERE outcome = 'draw') AS draws,
-       sum(hands) AS hands, sum(hands_won) AS hands_won, sum(won_domino) AS won_domino,
-       sum(won_block) AS won_block, sum(play_points) AS play_points,
-       sum(bonus_points) AS bonus_points, max(best_play) AS best_play,
-       sum(big_plays) AS big_plays
-FROM game_players WHERE player_id = $1 GROUP BY family
-"""
-# Runs of consecutive wins per family, oldest first (gaps and islands over the game order).
-_STREAKS = """
-WITH ordered AS (
-    SELECT family, outcome,
-           row_number() OVER (PARTITION BY family ORDER BY ended_at, game_id)
-           - row_number() OVER (PARTITION BY family, outcome = 'win'
-                                ORDER BY ended_at, game_id) AS run,
-           row_number() OVER (PARTITION BY family ORDER BY ended_at DESC, game_id DESC) AS back
-    FROM game_players WHERE player_id = $1
-)
-SELECT family, run, count(*) AS length, min(back) AS newest
-FROM ordered WHERE outcome = 'win' GROUP BY family, run
-"""
-_TOP_PRESET = """
-SELECT DISTINCT ON (family) family, preset
-FROM game_players WHERE player_id = $1
-GROUP BY family, preset ORDER BY family, count(*) DESC, preset
-"""
-
-
 async def stats(conn: Queries, player_id: int) -> dict[str, dict[str, Any]]:
-    """A player's statistics per family, over every archived game they played."""
-    found: dict[str, dict[str, Any]] = {}
-    for row in await conn.fetch(_STATS, player_id):
-        games, hands = int(row["games"]), int(row["hands"])
-        points = int(row["play_points"]) + int(row["bonus_points"])
-        found[row["family"]] = {
-            "games": games, "wins": int(row["wins"]), "losses": int(row["losses"]),
-            "draws": int(row["draws"]), "win_rate": round(int(row["wins"]) / games, 4),
-            "hands": hands, "hands_won": int(row["hands_won"]),
-            "won_domino": int(row["won_domino"]), "won_block": int(row["won_block"]),
-            "play_points": int(row["play_points"]), "bonus_points": int(row["bonus_points"]),
-            "points_per_hand": round(points / hands, 2) if hands else 0.0,
-            "best_play": int(row["best_play"]), "big_plays": int(row["big_plays"]),
-            "longest_streak": 0, "current_streak": 0, "top_preset": None,
-        }
-    for row in await conn.fetch(_STREAKS, player_id):
-        family = found[row["family"]]
-        family["longest_streak"] = max(family["longest_streak"], int(row["length"]))
-        if int(row["newest"]) == 1:  # the run that reaches the newest game
-            family["current_streak"] = int(row["length"])
-    for row in await conn.fetch(_TOP_PRESET, player_id):
-        found[row["family"]]["top_preset"] = row["preset"]
-    return found
+    """A player's statistics per family, over every archived game they played: kept up to
+    date by the archive (server.player_stats), so a read costs the same however many games."""
+    return await player_stats.stats(conn, player_id)
 
 
 async def _ratings(conn: Queries, player_id: int) -> dict[str, dict[str, Any]]:
@@ -233,12 +186,14 @@ async def _ratings(conn: Queries, player_id: int) -> dict[str, dict[str, Any]]:
                                 "history": []}
     # A private game counts in the rating but has no point of its own: the same instant on two
     # public profiles would say who played whom, privately, and who won.
+    # The newest points of each family, read backwards from rating_history_time: a read costs
+    # the same however many rated games the player has.
     rows = await conn.fetch(
-        "SELECT family, at, rating FROM (SELECT h.family, h.at, h.rating, h.game_id, "
-        "row_number() OVER (PARTITION BY h.family ORDER BY h.at DESC, h.game_id DESC) AS back "
-        "FROM rating_history h JOIN games g ON g.id = h.game_id "
-        "WHERE h.player_id = $1 AND NOT g.private) h WHERE back <= $2 "
-        "ORDER BY family, at, game_id", player_id, HISTORY_MAX)
+        "SELECT r.family, h.at, h.rating FROM ratings r CROSS JOIN LATERAL ("
+        "SELECT h.at, h.rating, h.game_id FROM rating_history h JOIN games g "
+        "ON g.id = h.game_id WHERE h.player_id = r.player_id AND h.family = r.family "
+        "AND NOT g.private ORDER BY h.at DESC, h.game_id DESC LIMIT $2) h "
+        "WHERE r.player_id = $1 ORDER BY r.family, h.at, h.game_id", player_id, HISTORY_MAX)
     for row in rows:
         if row["family"] in found:
             found[row["family"]]["history"].append({"at": _ms(row["at"]),

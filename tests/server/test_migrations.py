@@ -4,16 +4,25 @@ database per test, and `python -m server migrate`."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+import json
 import os
+import random
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
 import pytest
 
+import engine
+from server import player_stats
 from server.db import Migration, load_migrations, migrate, migrate_url
+from tests.server.test_stats import played
+from tests.support.old_stats import old_stats
+from tests.support.stats_oracle import FIELDS, recompute
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -310,3 +319,100 @@ async def test_0007_analysis(conn: asyncpg.Connection) -> None:
         "game_analysis_pending"]
     await conn.execute("DELETE FROM games WHERE id = 'old1'")  # its analysis goes with it
     assert await conn.fetchval("SELECT count(*) FROM game_analysis") == 0
+
+
+_OLD_SEAT = """INSERT INTO game_players (game_id, seat, player_id, guest, account, bot, side,
+    family, preset, rated, outcome, ended_at, hands, hands_won, won_domino, won_block, play_points,
+    bonus_points, best_play, big_plays)
+VALUES ($1, $2, $3, $4, $5, NULL, $2, $6, $7, false, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+        $17)"""
+
+
+async def test_0008_player_stats_backfills_the_archived_games(
+        conn: asyncpg.Connection) -> None:
+    """Games archived before 0008 (the seat rows the archive wrote then, with statistics
+    from the transcripts) are counted by it: the stats read from player_stats are those of
+    the independent oracle and of the aggregates the profile ran on each read before."""
+    earlier = [m for m in load_migrations() if m.version < 8]
+    await migrate(conn, earlier)
+    ann, bob, gone = [await conn.fetchval(
+        "INSERT INTO players (username, password_hash) VALUES ($1, 'h') RETURNING id", name)
+        for name in ("ann", "bob", "gone")]
+    rng = random.Random(0)
+    presets = {"all-fives": "fives", "muggins": "fives", "block": "block"}
+    minutes = rng.sample(range(1000), 24)  # the games end in no particular order
+    expected: dict[int, dict[str, list[tuple[int, str, str, dict[str, int]]]]] = {
+        ann: {}, bob: {}}
+    for n, minute in enumerate(minutes):
+        preset = list(presets)[n % 3]
+        transcript = played(json.dumps(preset), 2, n)
+        numbers = recompute(transcript)
+        winner = engine.replay(transcript)["winner"]
+        outcomes = ["draw" if winner is None else "win" if winner == seat else "loss"
+                    for seat in (0, 1)]
+        holders = [ann, rng.choice([bob, gone, None])]
+        if n % 5 == 0:
+            holders.reverse()
+        private = n % 4 == 0
+        ended = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC) + datetime.timedelta(
+            minutes=minute)
+        game_id = f"old{n:02d}"
+        await conn.execute(
+            "INSERT INTO games (id, name, rules, preset, players, seat_names, seat_bots, "
+            "sides, end_reason, scores, hands, private, created_at, ended_at, transcript, "
+            "family) VALUES ($1, 'g', $2, $3, 2, '{a,b}', '{NULL,NULL}', '[[0],[1]]', "
+            "'game_end', '{0,0}', 1, $4, $5, $5, '\\x00', $6)",
+            game_id, json.dumps(preset), preset, private, ended, presets[preset])
+        for seat, player in enumerate(holders):
+            stats = numbers[seat]
+            await conn.execute(
+                _OLD_SEAT, game_id, seat, player, None if player else "guest-x",
+                player is not None, presets[preset], preset, outcomes[seat], ended,
+                *(stats[field] for field in FIELDS))
+            if player in expected:
+                expected[player].setdefault(presets[preset], []).append(
+                    (minute, preset, outcomes[seat], stats))
+    await conn.execute("DELETE FROM players WHERE id = $1", gone)  # its seats: player_id NULL
+    assert await migrate(conn) == [8]
+    for player, families in expected.items():
+        shown = await player_stats.stats(conn, player)
+        assert shown == await old_stats(conn, player)
+        assert set(shown) == set(families)
+        for family, games in families.items():
+            games.sort()
+            outcomes = [outcome for _, _, outcome, _ in games]
+            totals = {field: sum(stats[field] for *_, stats in games) for field in FIELDS}
+            longest = run = 0
+            for outcome in outcomes:
+                run = run + 1 if outcome == "win" else 0
+                longest = max(longest, run)
+            counts = Counter(preset for _, preset, _, _ in games)
+            top = min(counts, key=lambda preset: (-counts[preset], preset))
+            assert shown[family] == {
+                "games": len(games), "wins": outcomes.count("win"),
+                "losses": outcomes.count("loss"), "draws": outcomes.count("draw"),
+                "win_rate": round(outcomes.count("win") / len(games), 4),
+                "hands": totals["hands"], "hands_won": totals["hands_won"],
+                "won_domino": totals["won_domino"], "won_block": totals["won_block"],
+                "play_points": totals["play_points"], "bonus_points": totals["bonus_points"],
+                "points_per_hand": round((totals["play_points"] + totals["bonus_points"])
+                                         / totals["hands"], 2) if totals["hands"] else 0.0,
+                "best_play": max(stats["best_play"] for *_, stats in games),
+                "big_plays": totals["big_plays"], "longest_streak": longest,
+                "current_streak": run, "top_preset": top,
+            }, (player, family)
+    assert await conn.fetchval("SELECT count(*) FROM player_stats") == sum(
+        len(families) for families in expected.values())  # nobody counts the deleted seats
+    # each seat says whether its game is private, and the listed index holds no private game
+    assert await conn.fetchval("SELECT count(*) FROM game_players gp JOIN games g "
+                               "ON g.id = gp.game_id WHERE gp.private <> g.private") == 0
+    assert await conn.fetchval("SELECT count(*) FROM game_players WHERE private") == 12
+    indexes = {r["indexname"]: r["indexdef"] for r in await conn.fetch(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'game_players'")}
+    assert "(player_id, ended_at DESC, game_id) WHERE ((player_id IS NOT NULL) AND " \
+        "(NOT private))" in indexes["game_players_listed"]
+    await conn.execute("DELETE FROM players WHERE id = $1", ann)  # its stats go with it
+    assert await conn.fetchval("SELECT count(*) FROM player_stats WHERE player_id = $1",
+                               ann) == 0
+    assert await conn.fetchval("SELECT count(*) FROM player_presets WHERE player_id = $1",
+                               ann) == 0
