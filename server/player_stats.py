@@ -136,7 +136,22 @@ async def add_games(conn: Queries, seats: Sequence[Seat]) -> None:
     await conn.execute(
         "SELECT 1 FROM player_stats WHERE family = $2 AND player_id = ANY($1::bigint[]) "
         "ORDER BY player_id FOR UPDATE", players, family)
+    # What the rows say against what was counted: a game_players row written without being
+    # counted (by a process of a version before these tables, during a rolling upgrade) shows
+    # here, and that player's stats are recounted instead (one index-only count a player).
+    drifted = set()
+    for player in players:
+        new = sum(1 for seat in seats if seat.player_id == player)
+        rows = await conn.fetchval("SELECT count(*) FROM game_players WHERE player_id = $1",
+                                   player)
+        counted = await conn.fetchval("SELECT coalesce(sum(games), 0) FROM player_stats "
+                                      "WHERE player_id = $1", player)
+        if rows != counted + new:
+            drifted.add(player)
+            await recount(conn, player)
     for seat in sorted(seats, key=lambda s: (s.player_id, s.seat)):
+        if seat.player_id in drifted:
+            continue
         status = await conn.execute(
             _ADD, seat.player_id, family, seat.outcome, seat.hands, seat.hands_won,
             seat.won_domino, seat.won_block, seat.play_points, seat.bonus_points,
@@ -152,7 +167,8 @@ async def add_games(conn: Queries, seats: Sequence[Seat]) -> None:
 
 async def recount(conn: Queries, player_id: int) -> None:
     """Count every ``game_players`` row of the account afresh (a guest's archived games that
-    just became the account's), in the caller's transaction."""
+    just became the account's; rows written without being counted), in the caller's
+    transaction."""
     await conn.execute(_RECOUNT, player_id, None)
     await conn.execute(_RECOUNT_PRESETS, player_id)
 
