@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from server import redis_link
+from server.db import migrate
 from tests.support.servers import GameClient, ServiceProcess
 
 FAST = {"RATE": "1000/2000"}
@@ -65,6 +66,13 @@ async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
         yield conn
     finally:
         await conn.close()
+
+
+@pytest.fixture
+async def conn(db: asyncpg.Connection) -> asyncpg.Connection:
+    """`db` with the schema migrated, for tests that write the archive's tables directly."""
+    await migrate(db)
+    return db
 
 
 @pytest.fixture(autouse=True)

@@ -5,26 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg  # type: ignore[import-untyped]  # ships no type hints
-import pytest
 
 from server import leaderboard
-from server.db import Postgres, migrate
+from server.db import Postgres
 from server.leaderboard import rank_of, refresh, top
-
-
-@pytest.fixture
-async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url)
-    try:
-        await migrate(connection)
-        yield connection
-    finally:
-        await connection.close()
 
 
 async def player(conn: asyncpg.Connection, name: str) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import random
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -17,22 +16,11 @@ import pytest
 
 from server import player_stats
 from server.archive import _INSERT_SEAT, counted_seats
-from server.db import migrate
 from tests.support.old_stats import old_stats
 
 T0 = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
 FIELDS = ("hands", "hands_won", "won_domino", "won_block", "play_points", "bonus_points",
           "best_play", "big_plays")
-
-
-@pytest.fixture
-async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url)
-    try:
-        await migrate(connection)
-        yield connection
-    finally:
-        await connection.close()
 
 
 async def players(conn: asyncpg.Connection, *names: str) -> list[int]:
