@@ -3,9 +3,11 @@
 Queue. The archive's transaction that writes a game also writes its ``game_analysis`` row,
 ``pending`` (server/migrations/0007_analysis.sql), so every archived game is analysed once,
 whatever happens to the process afterwards. The queue is that table: `Analyst.run` (one per
-process, in the app lifespan, with ``ANALYSIS_WORKERS`` > 0) takes the newest pending game under
-a lease (``FOR UPDATE SKIP LOCKED``: several processes share the queue, each job taken by one),
-so a worker that dies mid-game leaves a job another takes when the lease ends. A job whose lease
+process, in the app lifespan, with ``ANALYSIS_WORKERS`` > 0) takes a pending game under a lease
+(``FOR UPDATE SKIP LOCKED``: several processes share the queue, each job taken by one), so a
+worker that dies mid-game leaves a job another takes when the lease ends. It takes the newest
+game of the owner (the address that created the table, migration 0009) with the fewest games
+waiting: one client archiving games in bulk keeps nobody else's waiting. A job whose lease
 was taken ``MAX_TRIES`` times without finishing is marked ``failed`` instead of being retried for
 ever.
 
@@ -46,12 +48,16 @@ MAX_TRIES = 3
 POLL_S = 5.0
 """How often the queue is looked at when no archived game woke the worker."""
 
+# The owner with the fewest games waiting first, then its newest game: one client archiving
+# games in bulk waits behind everyone who has fewer waiting, and keeps nobody's waiting.
 _TAKE = """
 UPDATE game_analysis SET tries = tries + 1, lease_until = now() + $1 * interval '1 second'
 WHERE game_id = (
-    SELECT game_id FROM game_analysis
-    WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < now())
-    ORDER BY queued_at DESC LIMIT 1 FOR UPDATE SKIP LOCKED)
+    SELECT a.game_id FROM game_analysis a
+    JOIN (SELECT owner, count(*) AS waiting FROM game_analysis WHERE status = 'pending'
+          GROUP BY owner) w ON w.owner = a.owner
+    WHERE a.status = 'pending' AND (a.lease_until IS NULL OR a.lease_until < now())
+    ORDER BY w.waiting, a.queued_at DESC LIMIT 1 FOR UPDATE OF a SKIP LOCKED)
 RETURNING game_id, tries
 """
 _RELEASE = """
@@ -140,7 +146,7 @@ class Analyst:
                     waiter.cancel()
 
     async def run_once(self) -> bool:
-        """Take the newest pending game and analyse it; False when none is waiting."""
+        """Take a pending game (`_TAKE`) and analyse it; False when none is waiting."""
         pg = self._pg()
         taken = await pg.fetchrow(_TAKE, self.lease_s)
         if taken is None:

@@ -368,6 +368,7 @@ class Archive:
         assert ended is not None
         held = {seat: player for seat, st in enumerate(record.seats)
                 if (player := player_of(st.owner)) is not None}
+        owner = (await self.store.owners([job.table_id]))[0] or ""  # for the analysis queue
         changes: list[Any] | None = None
         async with pool.acquire() as conn, conn.transaction():
             existing = {row["id"] for row in await conn.fetch(
@@ -380,8 +381,8 @@ class Archive:
             seats = seat_rows(record, transcript, ended_ms, accounts)
             await conn.executemany(_INSERT_SEAT, seats)
             await player_stats.add_games(conn, counted_seats(seats))
-            await conn.execute("INSERT INTO game_analysis (game_id, queued_at) VALUES ($1, $2)",
-                               job.table_id, ended)
+            await conn.execute("INSERT INTO game_analysis (game_id, queued_at, owner) "
+                               "VALUES ($1, $2, $3)", job.table_id, ended, owner)
             if record.config.rated:
                 changes = await rate_game(conn, record, accounts, ended)
                 await score_season(conn, record, accounts, ended, self.season_months)

@@ -105,6 +105,41 @@ async def test_a_job_whose_worker_died_is_taken_again_and_one_that_keeps_failing
     assert again is not None and again["status"] == "done" and again["tries"] == 2
 
 
+async def test_the_owner_with_the_fewest_games_waiting_is_served_first(
+    redis_client: redis.asyncio.Redis, database_url: str,
+) -> None:
+    """The queue serves the owner (the address that created the table) with the fewest games
+    waiting first, newest game first among equals: one client archiving games in bulk cannot
+    keep everyone else's analyses waiting (the newest game used to go first, whoever's)."""
+    a1, _ = await archived_game(redis_client, database_url)
+    b1, _ = await archived_game(redis_client, database_url)
+    a2, _ = await archived_game(redis_client, database_url)
+    conn = await asyncpg.connect(database_url)
+    try:
+        await conn.execute("UPDATE game_analysis SET status = 'failed' "
+                           "WHERE status = 'pending' AND game_id <> ALL($1::text[])",
+                           [a1, b1, a2])
+        await conn.execute("UPDATE game_analysis SET owner = 'a:bulk' WHERE game_id = ANY($1)",
+                           [a1, a2])
+        await conn.execute("UPDATE game_analysis SET owner = 'a:one' WHERE game_id = $1", b1)
+        order = [(await conn.fetchrow(_TAKE, 60))["game_id"] for _ in range(3)]
+        assert order == [b1, a2, a1]
+        assert await conn.fetchrow(_TAKE, 60) is None  # all three leased
+    finally:
+        await conn.close()
+
+
+async def test_an_archived_game_is_queued_under_its_tables_owner(
+    redis_client: redis.asyncio.Redis, database_url: str,
+) -> None:
+    async with archiving(redis_client, database_url) as (service, _archive):
+        table_id, _ = await new_table(service, rules=SHORT_GAME, owner="a:0123456789abcdef")
+        await finish(service, table_id)
+        await wait_for(lambda: rows(database_url, table_id), what="the archive row")
+    queued = await analysis_row(database_url, table_id)
+    assert queued is not None and queued["owner"] == "a:0123456789abcdef"
+
+
 async def test_the_analysis_is_served_over_http_private_games_with_their_invite(
     redis_url: str, database_url: str,
 ) -> None:

@@ -25,9 +25,9 @@ def frames(v: int) -> dict[str, bytes]:
     return {"0": b"seat0-%d" % v, "1": b"seat1-%d" % v, "s": b"spec-%d" % v}
 
 
-async def new_table(service: TableService, players: int = 2,
+async def new_table(service: TableService, players: int = 2, owner: str | None = None,
                     **request: Any) -> tuple[str, dict[int, str]]:
-    created = await service.create({"players": players, **request})
+    created = await service.create({"players": players, **request}, owner)
     table_id = str(created["id"])
     tokens: dict[int, str] = {}
     _, doc = await service.snapshot(table_id, "s")
