@@ -41,15 +41,17 @@ class TokenBucket:
             return "cut"
         return "limited"
 
-    def spend(self) -> bool:
-        """Take a token if there is one: True; else False, and nothing is taken (a budget that
-        only refuses, like chat's, is whole again `burst / rate` seconds after the last line
-        it let through, however many it refused meanwhile)."""
+    def available(self) -> bool:
+        """Whether a token is there to `spend` (nothing is taken)."""
         self._refill()
-        if self.tokens < 1.0:
-            return False
+        return self.tokens >= 1.0
+
+    def spend(self) -> None:
+        """Take a token that `available` said is there: a budget that charges only what it
+        lets through (chat's) is whole again `burst / rate` seconds after the last line it let
+        through, however many it refused meanwhile."""
+        self._refill()
         self.tokens -= 1.0
-        return True
 
 
 class AddressBudget:

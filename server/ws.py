@@ -416,7 +416,7 @@ class Session:
             self.conn.send_message(protocol.hint(version, move))
 
     async def _chat(self, message: Chat) -> None:
-        if not self.chat_bucket.spend():
+        if not self.chat_bucket.available():
             self.error("rate_limited", "too many chat messages")
             return
         name = "spectator"
@@ -427,7 +427,8 @@ class Session:
                 name = str(seat_name or f"seat {self.conn.seat}")
             except (Rejected, KeyError, IndexError, TypeError):
                 name = f"seat {self.conn.seat}"
-        await self.hub.chat(self.conn, name, message.text)
+        await self.hub.chat(self.conn, name, message.text)  # refused (Rejected): not spent
+        self.chat_bucket.spend()
 
 
 async def websocket_endpoint(websocket: WebSocket) -> None:

@@ -232,6 +232,30 @@ async def test_refused_chat_lines_do_not_spend_a_players_chat_budget(redis_url: 
         assert codes == ["rate_limited"] * 25
 
 
+async def test_a_line_the_tables_budget_refuses_costs_the_player_nothing(
+    redis_url: str,
+) -> None:
+    """A line refused by the table's budget was not relayed, so it takes nothing of the
+    player's own budget (here 0.1 line a second, burst 3, so nothing refills during the test;
+    the table's 1 line a second, burst 1)."""
+    env = {**FAST, "CHAT_RATE": "0.1/3", "TABLE_CHAT_RATE": "1/1"}
+    async with (
+        running(ServiceProcess(redis_url, env=env)) as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        table, tokens = await started_table(http)
+        players = await seated(server.ws_url, table, tokens)
+        for n in range(4):  # the first relayed, the other three refused by the table
+            await players[0].send({"t": "chat", "text": f"line {n}"})
+        await players[0].recv_until("chat", text="line 0")
+        for _ in range(3):
+            assert (await players[0].recv_until("error"))["code"] == "rate_limited"
+        for n in range(2):  # the table refills: the player's burst still has 2 lines
+            await asyncio.sleep(1.1)
+            await players[0].send({"t": "chat", "text": f"later {n}"})
+            await players[0].recv_until("chat", text=f"later {n}")
+
+
 async def test_the_creator_turns_spectator_chat_off_or_keeps_it_on_for_a_crowd(
     redis_url: str,
 ) -> None:
