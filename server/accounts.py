@@ -314,16 +314,27 @@ async def login(request: Request) -> Response:
     return response
 
 
-async def _sessions_ended(request: Request, player_id: int, *, seats: bool = False) -> None:
+async def _sessions_ended(request: Request, player_id: int) -> None:
     """Tell every process that sessions of the player ended: their ``/ws/me`` sockets close
     now (4008) rather than at the next sweep (server.inbox). Best effort: without Redis the
-    sweep still closes them. With ``seats`` (every other session ended: a password change, a
-    logout everywhere, the account deleted), the seat tokens any session took end too
-    (`TableService.revoke_tokens`): someone logged in as the player keeps none of them."""
+    sweep still closes them."""
     with contextlib.suppress(RedisError, OSError):
         await publish_sessions_ended(_state(request).redis, player_id)
-    if seats:
-        await _state(request).service.revoke_tokens(player_key(player_id))
+
+
+async def _revoke_seats(request: Request, player_id: int) -> None:
+    """Before every other session of the player ends (a password change, a log out
+    everywhere, the account deleted): end every seat token any session took, at the tables it
+    sits at and at its games finished within RETENTION (a finished game's token could still
+    accept and claim a rematch), so that someone logged in as the player keeps none of them
+    (`TableService.revoke_tokens`). Done first: a seat revoked by a request that then fails
+    costs its owner only a `resume`. Best effort: a table that cannot be written now is logged
+    (server.tables)."""
+    finished = [row["game_id"] for row in await _db(request).fetch(
+        "SELECT game_id FROM game_players WHERE player_id = $1 "
+        "AND ended_at > now() - make_interval(secs => $2)",
+        player_id, _settings(request).retention_s)]
+    await _state(request).service.revoke_tokens(player_key(player_id), finished)
 
 
 @players_api
@@ -341,8 +352,9 @@ async def logout(request: Request) -> Response:
 async def logout_everywhere(request: Request) -> Response:
     changing(request)
     player, _ = await current_player(request)
+    await _revoke_seats(request, player["id"])
     await _db(request).execute("DELETE FROM sessions WHERE player_id = $1", player["id"])
-    await _sessions_ended(request, player["id"], seats=True)
+    await _sessions_ended(request, player["id"])
     response = Response(status_code=204)
     _clear_cookie(request, response)
     return response
@@ -370,13 +382,14 @@ async def change_password(request: Request) -> Response:
     await _check_password(request, player["username"], current,
                           await _stored_hash(request, player["id"]))
     new_hash = await hash_password(new)
+    await _revoke_seats(request, player["id"])
     async with _db(request).acquire() as conn, conn.transaction():
         await conn.execute("UPDATE players SET password_hash = $2, updated_at = now() "
                            "WHERE id = $1", player["id"], new_hash)
         # every other session ends; this one stays logged in
         await conn.execute("DELETE FROM sessions WHERE player_id = $1 AND id_hash <> $2",
                            player["id"], digest)
-    await _sessions_ended(request, player["id"], seats=True)
+    await _sessions_ended(request, player["id"])
     return Response(status_code=204)
 
 
@@ -387,13 +400,14 @@ async def delete_account(request: Request) -> Response:
     body = await read_json(request)
     await _check_password(request, player["username"], _string(body, "password"),
                           await _stored_hash(request, player["id"]))
+    await _revoke_seats(request, player["id"])
     async with _db(request).acquire() as conn, conn.transaction():
         # Their games stay, under "deleted player" (server.archive.DELETED_PLAYER).
         await conn.execute(
             "UPDATE games g SET seat_names[gp.seat + 1] = $2 FROM game_players gp "
             "WHERE gp.game_id = g.id AND gp.player_id = $1", player["id"], DELETED_PLAYER)
         await conn.execute("DELETE FROM players WHERE id = $1", player["id"])
-    await _sessions_ended(request, player["id"], seats=True)
+    await _sessions_ended(request, player["id"])
     response = Response(status_code=204)
     _clear_cookie(request, response)
     return response

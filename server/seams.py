@@ -10,7 +10,7 @@ Must not import the engine.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -105,7 +105,7 @@ class TableLobby(Protocol):
 
     async def resume(self, table_id: str, owner: str) -> tuple[int, str]: ...
 
-    async def revoke_tokens(self, owner: str) -> int: ...
+    async def revoke_tokens(self, owner: str, also: Sequence[str] = ()) -> int: ...
 
     async def claim_seats(self, guest: str, owner: str, player: Mapping[str, Any]) -> int: ...
 

@@ -805,19 +805,28 @@ class TableService:
             await self.store.drop_seated(owner, stale)
         return found
 
-    async def revoke_tokens(self, owner: str) -> int:
-        """Every seat ``owner`` holds at a table waiting or in play gets a new token that nobody
-        is given: every token of the seat stops working and its sockets are closed (4005), so a
-        token taken by someone who was logged in as the account ends with their session. The
-        account's own pages take their seats back with `resume`. Returns how many seats."""
+    async def revoke_tokens(self, owner: str, also: Sequence[str] = ()) -> int:
+        """Every seat ``owner`` holds at the tables it sat at (and at ``also``: its finished
+        games, which the list of tables it sits at forgets), waiting, in play or finished, gets a
+        new token that nobody is given: every token of the seat stops working and its sockets
+        are closed (4005), so a token taken by someone who was logged in as the account ends
+        with their session -- a finished game's too, which could still accept and claim a
+        rematch. The account's own pages take their live seats back with `resume`. Best
+        effort, table by table: a table that cannot be written now (Redis down, too busy) is
+        logged and the others are done. Returns how many seats."""
         revoked = 0
-        for table_id in await self.store.seated_tables(owner):
+        try:
+            tables = dict.fromkeys([*await self.store.seated_tables(owner), *also])
+        except (RedisError, OSError) as exc:
+            log.warning("seat tokens not revoked: %r", exc)
+            return 0
+        for table_id in tables:
             for nth in itertools.count():  # each seat of the owner's there (one, mostly)
                 try:
-                    await self._new_token(table_id, owner, nth)
+                    await self._new_token(table_id, owner, nth, finished=True)
                 except Rejected as rej:
                     if rej.code not in ("not_seated", "unknown_table"):
-                        raise
+                        log.warning("seat tokens not revoked at %s: %s", table_id, rej.code)
                     break
                 revoked += 1
         return revoked
@@ -827,9 +836,10 @@ class TableService:
         device); the seat's old token stops working and its sockets are closed."""
         return await self._new_token(table_id, owner, 0)
 
-    async def _new_token(self, table_id: str, owner: str, nth: int) -> tuple[int, str]:
+    async def _new_token(self, table_id: str, owner: str, nth: int,
+                         finished: bool = False) -> tuple[int, str]:
         """(seat, its new token) for the ``nth`` seat (0 = the first) ``owner`` holds at the
-        table, waiting or in play; not_seated when there is no such seat."""
+        table, waiting or in play (or ``finished``); not_seated when there is no such seat."""
         token = secrets.token_urlsafe(32)
         hashed = token_hash(token)
         held: list[int] = []
@@ -838,7 +848,7 @@ class TableService:
             record = loaded.record
             mine = [s for s, st in enumerate(record.seats)
                     if st.owner == owner and st.bot is None]
-            if len(mine) <= nth or record.status == FINISHED:
+            if len(mine) <= nth or (record.status == FINISHED and not finished):
                 raise Rejected("not_seated", "you hold no seat at this table", status=403)
             held[:] = mine[nth:nth + 1]
             return Change(record, [], ("set", mine[nth], hashed))

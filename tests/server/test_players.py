@@ -440,3 +440,27 @@ async def test_ending_the_other_sessions_also_ends_the_seat_tokens_they_took(
         if how == "password":  # (logging out everywhere logs this page out too)
             resumed = await ann.post(f"/api/tables/{table}/resume", json={})
             assert resumed.status_code == 200 and resumed.json()["seat"] == 0
+
+
+async def test_a_token_of_a_finished_game_taken_by_an_intruder_cannot_make_a_rematch(
+    svc: ServiceProcess,
+) -> None:
+    """The seat tokens of the account's finished games end too: with one, an intruder could
+    accept a rematch for the player and claim a live seat at the rematch table."""
+    async with account(svc, "ann") as ann, account(svc, "bob") as bob, \
+            browser(svc) as intruder:
+        table = await create(ann, rated=True)
+        await sit(ann, table, 0)
+        bobs = await sit(bob, table, 1)
+        assert (await intruder.post("/api/session", json={
+            "username": "ann", "password": PASSWORD})).status_code == 200
+        stolen = (await intruder.post(f"/api/tables/{table}/resume", json={})).json()["token"]
+        assert (await bob.post(f"/api/tables/{table}/leave", json={"token": bobs})).status_code \
+            == 200  # the game is over: ann wins
+        changed = await ann.post("/api/me/password",
+                                 json={"password": PASSWORD, "new_password": "a new one!!"})
+        assert changed.status_code == 204
+        refused = await intruder.post(f"/api/tables/{table}/rematch", json={"token": stolen})
+        assert (refused.status_code, code(refused)) == (403, "bad_token")
+        claim = await intruder.post(f"/api/tables/{table}/rematch/seat", json={"token": stolen})
+        assert (claim.status_code, code(claim)) == (403, "bad_token")
