@@ -168,7 +168,7 @@ class Settings:
     message_rate: int = 20  # private messages sent
     invite_rate: int = 10  # invitations to a table sent
     follow_rate: int = 30  # follows, unfollows, blocks and unblocks
-    max_unread_from: int = 50  # unread messages one sender may leave with one recipient
+    max_unanswered: int = 50  # messages one sender may send one recipient before a reply
     messages_kept: int = 1000  # the newest messages a conversation keeps, both ways
     max_blocks: int = 1000  # players one account may block
 
@@ -304,7 +304,7 @@ class Settings:
             message_rate=max(1, int(num("MESSAGE_RATE", d.message_rate))),
             invite_rate=max(1, int(num("INVITE_RATE", d.invite_rate))),
             follow_rate=max(1, int(num("FOLLOW_RATE", d.follow_rate))),
-            max_unread_from=max(1, int(num("MAX_UNREAD_FROM", d.max_unread_from))),
+            max_unanswered=max(1, int(num("MAX_UNANSWERED", d.max_unanswered))),
             messages_kept=max(1, int(num("MESSAGES_KEPT", d.messages_kept))),
             max_blocks=max(1, int(num("MAX_BLOCKS", d.max_blocks))),
         )

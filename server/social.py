@@ -283,13 +283,17 @@ async def send_message(request: Request) -> Response:
     other = await _reachable(db, me, name, "message")
     settings = state.settings
     async with db.acquire() as conn, conn.transaction():
-        # One message of a sender at a time: the count below stays true.
+        # One message of a sender at a time: the count below stays true. Counted since the
+        # recipient's last message to the sender, which the sender sees: whether they have
+        # read anything stays theirs to know.
         await conn.execute("SELECT 1 FROM players WHERE id = $1 FOR UPDATE", me["id"])
-        waiting = await conn.fetchval("SELECT count(*) FROM messages WHERE recipient = $2 "
-                                      "AND sender = $1 AND read_at IS NULL", me["id"], other["id"])
-        if waiting >= settings.max_unread_from:
-            raise Rejected("too_many_unread", f"{settings.max_unread_from} of your messages to "
-                           f"{other['username']} are unread; wait until they read them",
+        waiting = await conn.fetchval(
+            "SELECT count(*) FROM messages WHERE sender = $1 AND recipient = $2 AND id > "
+            "coalesce((SELECT max(id) FROM messages WHERE sender = $2 AND recipient = $1), 0)",
+            me["id"], other["id"])
+        if waiting >= settings.max_unanswered:
+            raise Rejected("too_many_unanswered", f"you sent {other['username']} "
+                           f"{settings.max_unanswered} messages without an answer; wait for one",
                            status=429)
         row = await conn.fetchrow(
             "INSERT INTO messages (sender, recipient, body) SELECT $1, $2, $3 WHERE "

@@ -596,21 +596,27 @@ async def test_page_numbers_of_digits_int_refuses_are_bad_requests(svc: ServiceP
 
 @pytest.fixture
 async def small_inbox(redis_url: str, database_url: str) -> AsyncIterator[ServiceProcess]:
-    env = {**ENV, "DATABASE_URL": database_url, "MESSAGE_RATE": "100", "MAX_UNREAD_FROM": "3",
+    env = {**ENV, "DATABASE_URL": database_url, "MESSAGE_RATE": "100", "MAX_UNANSWERED": "3",
            "MESSAGES_KEPT": "5", "MAX_BLOCKS": "2"}
     async with running(ServiceProcess(redis_url, env=env)) as process:
         yield process
 
 
-async def test_a_stranger_cannot_pile_up_unread_messages(small_inbox: ServiceProcess) -> None:
-    """Anyone may write to anyone, so one sender may leave at most MAX_UNREAD_FROM (3 here)
-    unread messages with one recipient; once they are read, the conversation goes on."""
+async def test_a_stranger_cannot_pile_up_messages_without_an_answer(
+    small_inbox: ServiceProcess,
+) -> None:
+    """Anyone may write to anyone, so one sender may send one recipient at most MAX_UNANSWERED
+    (3 here) messages without an answer; once the recipient writes back, it goes on. Reading
+    them changes nothing (the sender would learn from the refusal whether they were read)."""
     async with account(small_inbox, "ann") as ann, account(small_inbox, "spam") as spam:
         sent = [await spam.post("/api/messages/ann", json={"text": f"buy {n}"}) for n in range(4)]
         assert [r.status_code for r in sent] == [201, 201, 201, 429]
-        assert code(sent[3]) == "too_many_unread"
+        assert code(sent[3]) == "too_many_unanswered"
         assert (await ann.post("/api/messages/spam/read", json={})).status_code == 204
-        assert (await spam.post("/api/messages/ann", json={"text": "again"})).status_code == 201
+        again = await spam.post("/api/messages/ann", json={"text": "again"})
+        assert (again.status_code, code(again)) == (429, "too_many_unanswered")
+        assert (await ann.post("/api/messages/spam", json={"text": "stop"})).status_code == 201
+        assert (await spam.post("/api/messages/ann", json={"text": "ok"})).status_code == 201
 
 
 async def test_a_conversation_keeps_its_newest_messages(small_inbox: ServiceProcess) -> None:
