@@ -54,6 +54,15 @@ class TokenBucket:
         self.tokens -= 1.0
 
 
+def charged_refusal(code: str, token: object) -> bool:
+    """Whether a refusal (its ``code``) of a request that carried ``token`` is charged to the
+    address's bad-token budget: a token that holds no seat (``bad_token``), and one answered
+    ``unknown_table`` (a private table answers so a token that is not one of its seats', as if
+    it did not exist; a table that really does not exist costs the same, so the budget tells
+    nothing about which tables exist)."""
+    return token is not None and code in ("bad_token", "unknown_table")
+
+
 class AddressBudget:
     """At most `per_minute` failures per client address (a leaky bucket that drains in a
     minute). Only failures are counted, so whoever holds a valid token is never refused because

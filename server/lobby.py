@@ -28,6 +28,7 @@ from server.db import DB_DOWN
 from server.fairness import client_key, owner_key
 from server.identity import SESSION_COOKIE, Visitor, changing, pool
 from server.identity import unavailable as unavailable_accounts
+from server.limits import charged_refusal
 from server.record import FINISHED
 from server.rejected import Rejected, unavailable
 from server.seams import app_state
@@ -212,7 +213,7 @@ async def checking_token(request: Request, call: Awaitable[T], token: object) ->
     try:
         return await call
     except Rejected as rej:
-        if token is None or rej.code not in ("bad_token", "unknown_table"):
+        if not charged_refusal(rej.code, token):
             raise
         budget = _state(request).bad_tokens
         address = client_key(request.client)
@@ -247,8 +248,8 @@ async def join_table(request: Request) -> Response:
     visitor = await Visitor.of(request)
     identity = visitor.identity
     # An account's seat is named by its username: `name` is read (and checked) only for a
-    # guest, or for a session that cannot be checked now (PostgreSQL down).
-    name = clean_player_name(name) if identity.guest or identity.unchecked else ""
+    # guest (a session that cannot be checked now, PostgreSQL down, is one too).
+    name = clean_player_name(name) if identity.guest else ""
     await charge_join(request, client_owner(request))
     table_id = request.path_params["table_id"]
     service = _service(request)

@@ -13,7 +13,6 @@ windows in Redis, `Store.hit`). A refused request changes nothing. Must not impo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime
 from collections.abc import Sequence
@@ -149,12 +148,11 @@ async def unfollow(request: Request) -> Response:
 
 async def _public_tables(store: Store, friends: Sequence[Any]) -> list[str | None]:
     """Each friend's public table (in play first, else waiting; the seat taken first), read
-    from the lobby summaries of the tables they took a seat at, all in one pipelined read --
-    never by loading the tables themselves (a friend list of 200 sitting at 20 tables each
-    would load 4,000). A seat the friend no longer holds (left, or a bot took it) shows no
-    longer their name there."""
-    seated = await asyncio.gather(*(store.seated_tables(player_key(row["id"]))
-                                    for row in friends))
+    from the lobby summaries of the tables they took a seat at (two pipelined reads: the
+    friends' lists of tables, then the summaries), never by loading the tables themselves (a
+    friend list of 200 sitting at 20 tables each would load 4,000). A seat the friend no
+    longer holds (left, or a bot took it) shows no longer their name there."""
+    seated = await store.seated_tables_of([player_key(row["id"]) for row in friends])
     wanted = sorted({table for tables in seated for table in tables})
     summaries = {table: msgpack.unpackb(meta)
                  for table, meta in zip(wanted, await store.metas(wanted), strict=True)

@@ -820,6 +820,16 @@ class Store:
         return [as_bytes(member).decode() for member in raw]
 
     @reconnecting
+    async def seated_tables_of(self, identities: Sequence[str]) -> list[list[str]]:
+        """`seated_tables` of many identities in one pipelined read, leaving their lifetimes
+        alone (someone else's list read)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for identity in identities:
+                pipe.zrange(seated_key(identity), 0, -1)
+            found = await pipe.execute()
+        return [[as_bytes(member).decode() for member in raw] for raw in found]
+
+    @reconnecting
     async def add_seated(self, identity: str, table_id: str, taken_ms: int) -> None:
         """Note a seat taken; the key lasts SEATED_KEEP_S from its last change or read."""
         async with self.redis.pipeline(transaction=False) as pipe:

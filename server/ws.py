@@ -20,11 +20,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from server import protocol
 from server.admission import AddressLimits
 from server.connection import Connection
-from server.fairness import client_key
 from server.guard import origin_allowed
 from server.hub import Hub
 from server.keepalive import receive_now_of
-from server.limits import AddressBudget, TokenBucket
+from server.limits import AddressBudget, TokenBucket, charged_refusal
 from server.logs import event
 from server.metrics import Metrics
 from server.protocol import (
@@ -57,7 +56,7 @@ class Session:
     """One client's conversation, from hello to close."""
 
     __slots__ = (
-        "address", "attached", "bad_tokens", "bucket", "chat_bucket", "conn", "hint_task", "hub",
+        "attached", "bad_tokens", "bucket", "chat_bucket", "conn", "hint_task", "hub",
         "limits", "metrics", "receive", "service", "settings", "ws",
     )
 
@@ -76,7 +75,6 @@ class Session:
                                self.settings.send_queue_bytes)
         self.bucket = TokenBucket(self.settings.rate, self.settings.rate_burst)
         self.chat_bucket = TokenBucket(self.settings.chat_rate, self.settings.chat_burst)
-        self.address = client_key(websocket.client)
         self.attached = False
         self.hint_task: asyncio.Task[None] | None = None
 
@@ -116,7 +114,7 @@ class Session:
         ):
             await self.ws.close(int(Close.POLICY), "origin not allowed")
             return
-        if not self.limits.open_socket(self.address):
+        if not self.limits.open_socket(self.conn.address):
             self.metrics.closes.labels(code=str(int(Close.TOO_MANY_CONNECTIONS))).inc()
             await self.ws.send_bytes(protocol.pack(protocol.error(
                 "too_many_connections", "too many connections from your address")))
@@ -125,7 +123,7 @@ class Session:
         try:
             await self._run()
         finally:
-            self.limits.close_socket(self.address)
+            self.limits.close_socket(self.conn.address)
 
     async def _run(self) -> None:
         self.metrics.connections.inc()
@@ -339,13 +337,10 @@ class Session:
         self.log("hello", since=since)
 
     def _refuse_hello(self, rej: Rejected, token: str | None) -> None:
-        """A refused hello; a refused token is charged to the address's bad-token budget, and
-        once that is spent the answer is `rate_limited` instead. A private table refuses a
-        token that is not one of its seats' as `unknown_table`, as if it did not exist: with a
-        token, that is charged too (whether the table exists or not, so the budget tells
-        nothing about which tables exist), as over HTTP (server.lobby `checking_token`)."""
-        charged = rej.code == "bad_token" or (rej.code == "unknown_table" and token is not None)
-        if charged and not self.bad_tokens.charge(self.address):
+        """A refused hello; a refused token is charged to the address's bad-token budget
+        (`charged_refusal`, as over HTTP), and once that is spent the answer is `rate_limited`
+        instead."""
+        if charged_refusal(rej.code, token) and not self.bad_tokens.charge(self.conn.address):
             rej = Rejected("rate_limited", "too many bad tokens from this address", status=429)
         self.refuse(rej, hello=True)
 
