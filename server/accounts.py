@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from server import player_stats, ratings, text
 from server.archive import DELETED_PLAYER
 from server.db import DB_DOWN, Pool, Queries
-from server.fairness import owner_key
+from server.fairness import client_key
 from server.identity import (
     GUEST_COOKIE,
     SESSION_COOKIE,
@@ -190,7 +190,7 @@ class LoginLimits:
         self.store = _state(request).service.store
         self.window = max(1, int(settings.login_window_s))
         name = hashlib.sha256(username.casefold().encode()).hexdigest()[:32]
-        address = owner_key(request.client.host if request.client else None) or "unknown"
+        address = client_key(request.client)
         self.keys = ((f"login:fail:a:{name}", settings.login_failures_per_account),
                      (f"login:fail:ip:{address}", settings.login_failures_per_address))
         # the address first: an address past its budget spends none of the account's
@@ -226,7 +226,7 @@ class LoginLimits:
 async def _registration_budget(request: Request) -> None:
     """Each registration costs an argon2id hash: REGISTRATIONS_PER_ADDRESS per window."""
     settings = _settings(request)
-    address = owner_key(request.client.host if request.client else None) or "unknown"
+    address = client_key(request.client)
     key = f"register:ip:{address}"
     redis = _state(request).redis
     count = int(await redis.incr(key))

@@ -169,7 +169,7 @@ async def over_quota(retry_after_s: int | None, what: str) -> None:
 def client_owner(request: Request) -> str | None:
     """The request's client address as the quotas and the scheduler's fair shares know it
     (server.fairness.owner_key); None when the address is unknown."""
-    return owner_key(request.client.host if request.client else None)
+    return owner_key(getattr(request.client, "host", None))
 
 
 async def charge_create(request: Request, owner: str | None, *, waits: bool = True) -> None:
