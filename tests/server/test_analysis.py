@@ -43,6 +43,12 @@ async def archived_game(client: redis.asyncio.Redis, url: str) -> tuple[str, dic
     return table_id, json.loads(gzip.decompress(found[0]["transcript"]))
 
 
+async def only_pending(conn: asyncpg.Connection, games: list[str]) -> None:
+    """Leave only ``games`` pending in the queue (other tests' games are marked failed)."""
+    await conn.execute("UPDATE game_analysis SET status = 'failed' "
+                       "WHERE status = 'pending' AND game_id <> ALL($1::text[])", games)
+
+
 async def test_an_archived_game_is_queued_and_analysed_once_by_a_worker_process(
     redis_client: redis.asyncio.Redis, database_url: str,
 ) -> None:
@@ -81,9 +87,7 @@ async def test_a_job_whose_worker_died_is_taken_again_and_one_that_keeps_failing
     conn = await asyncpg.connect(database_url)
     try:
         # Only these two games are pending; a worker took the newest (`second`) and died.
-        await conn.execute("UPDATE game_analysis SET status = 'failed' "
-                           "WHERE status = 'pending' AND game_id <> ALL($1::text[])",
-                           [first, second])
+        await only_pending(conn, [first, second])
         taken = await conn.fetchrow(_TAKE, 0.5)
         assert taken is not None and taken["game_id"] == second
         # `first` has been taken (and lost) MAX_TRIES times already.
@@ -116,9 +120,7 @@ async def test_the_owner_with_the_fewest_games_waiting_is_served_first(
     a2, _ = await archived_game(redis_client, database_url)
     conn = await asyncpg.connect(database_url)
     try:
-        await conn.execute("UPDATE game_analysis SET status = 'failed' "
-                           "WHERE status = 'pending' AND game_id <> ALL($1::text[])",
-                           [a1, b1, a2])
+        await only_pending(conn, [a1, b1, a2])
         await conn.execute("UPDATE game_analysis SET owner = 'a:bulk' WHERE game_id = ANY($1)",
                            [a1, a2])
         await conn.execute("UPDATE game_analysis SET owner = 'a:one' WHERE game_id = $1", b1)

@@ -207,18 +207,24 @@ async def test_spectators_chat_is_held_to_the_tables_budget_and_never_closes_a_p
             m["text"] for m in readers[0].chat()]
 
 
+@contextlib.asynccontextmanager
+async def chatting(redis_url: str, env: dict[str, str]) -> AsyncIterator[list[GameClient]]:
+    """The two players of a started table, connected, on a service with ``env``."""
+    async with (
+        running(ServiceProcess(redis_url, env={**FAST, **env})) as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        table, tokens = await started_table(http)
+        yield await seated(server.ws_url, table, tokens)
+
+
 async def test_refused_chat_lines_do_not_spend_a_players_chat_budget(redis_url: str) -> None:
     """The per-connection chat budget (here 5 lines a second, burst 5) charges only the lines
     it lets through: a player who sent too many is back to a whole burst once it has refilled,
     however many were refused meanwhile (refused lines used to go into debt, so a player who
     kept typing faster than the rate got nothing through at all)."""
-    env = {**FAST, "CHAT_RATE": "5/5", "TABLE_CHAT_RATE": "1000/1000"}
-    async with (
-        running(ServiceProcess(redis_url, env=env)) as server,
-        httpx.AsyncClient(base_url=server.url) as http,
-    ):
-        table, tokens = await started_table(http)
-        players = await seated(server.ws_url, table, tokens)
+    async with chatting(redis_url, {"CHAT_RATE": "5/5", "TABLE_CHAT_RATE": "1000/1000"}) \
+            as players:
         for n in range(30):
             await players[0].send({"t": "chat", "text": f"line {n}"})
         await asyncio.sleep(1.5)  # 7.5 lines' worth: the burst of 5 is whole again
@@ -238,13 +244,7 @@ async def test_a_line_the_tables_budget_refuses_costs_the_player_nothing(
     """A line refused by the table's budget was not relayed, so it takes nothing of the
     player's own budget (here 0.1 line a second, burst 3, so nothing refills during the test;
     the table's 1 line a second, burst 1)."""
-    env = {**FAST, "CHAT_RATE": "0.1/3", "TABLE_CHAT_RATE": "1/1"}
-    async with (
-        running(ServiceProcess(redis_url, env=env)) as server,
-        httpx.AsyncClient(base_url=server.url) as http,
-    ):
-        table, tokens = await started_table(http)
-        players = await seated(server.ws_url, table, tokens)
+    async with chatting(redis_url, {"CHAT_RATE": "0.1/3", "TABLE_CHAT_RATE": "1/1"}) as players:
         for n in range(4):  # the first relayed, the other three refused by the table
             await players[0].send({"t": "chat", "text": f"line {n}"})
         await players[0].recv_until("chat", text="line 0")
