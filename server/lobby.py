@@ -250,6 +250,8 @@ async def join_table(request: Request) -> Response:
     # An account's seat is named by its username: `name` is read (and checked) only for a
     # guest (a session that cannot be checked now, PostgreSQL down, is one too).
     name = clean_player_name(name) if identity.guest else ""
+    if identity.guest:
+        await players.not_an_accounts_name(state.postgres, name)
     await charge_join(request, client_owner(request))
     table_id = request.path_params["table_id"]
     service = _service(request)

@@ -327,6 +327,8 @@ async def join_queue(request: Request) -> Response:
     settings = state.settings
     visitor = await Visitor.of(request)
     identity = visitor.identity
+    if name is not None and identity.guest:
+        await players.not_an_accounts_name(state.postgres, name)
     if queue.rated and identity.guest:
         if identity.unchecked:
             raise unavailable_accounts()

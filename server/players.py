@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 
 from server import leaderboard, player_stats, ratings, seasons
 from server.archive import DELETED_PLAYER
-from server.db import Queries
+from server.db import DB_DOWN, Postgres, Queries
 from server.identity import Identity, identify, pool
 from server.rejected import Rejected
 from server.seams import app_state
@@ -59,6 +59,23 @@ async def shown_player(identity: Identity, family: str, conn: Queries) -> dict[s
     rating = ratings.display(ratings.Skill.new().mu) if row is None else int(row["rating"])
     return {"name": identity.username, "rating": rating,
             "provisional": ratings.provisional(games)}
+
+
+async def not_an_accounts_name(postgres: Postgres, name: str) -> None:
+    """400 ``bad_request`` when a guest's seat ``name`` is an account's username (in any
+    case): the seat would read as that player. Not checked while PostgreSQL is down (an
+    account's seat shows its rating, a guest's none)."""
+    db = postgres.pool
+    if db is None or not USERNAME.fullmatch(name):
+        return
+    try:
+        taken = await db.fetchval("SELECT true FROM players WHERE lower(username) = lower($1)",
+                                  name)
+    except DB_DOWN:
+        return
+    if taken:
+        raise Rejected("bad_request", "that name is an account's: log in to use it, or choose "
+                       "another")
 
 
 async def player_row(conn: Queries, name: str) -> Any:

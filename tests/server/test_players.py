@@ -464,3 +464,19 @@ async def test_a_token_of_a_finished_game_taken_by_an_intruder_cannot_make_a_rem
         assert (refused.status_code, code(refused)) == (403, "bad_token")
         claim = await intruder.post(f"/api/tables/{table}/rematch/seat", json={"token": stolen})
         assert (claim.status_code, code(claim)) == (403, "bad_token")
+
+
+async def test_a_guest_cannot_sit_under_an_accounts_name(svc: ServiceProcess) -> None:
+    """A guest's seat named exactly as an account (in any case) would read as that player:
+    refused, at a table and in quick play; a name of its own is fine."""
+    async with account(svc, "ann"), browser(svc) as guest:
+        table = await create(guest)
+        for name in ("ann", "ANN", " Ann "):
+            refused = await guest.post(f"/api/tables/{table}/join",
+                                       json={"seat": 0, "name": name})
+            assert (refused.status_code, code(refused)) == (400, "bad_request"), name
+        queued = await guest.post("/api/quickplay", json={
+            "preset": "all-fives", "players": 2, "rated": False, "name": "Ann"})
+        assert (queued.status_code, code(queued)) == (400, "bad_request")
+        assert (await guest.post(f"/api/tables/{table}/join",
+                                 json={"seat": 0, "name": "annie"})).status_code == 200
