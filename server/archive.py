@@ -193,7 +193,7 @@ def seat_rows(record: TableRecord, transcript: Mapping[str, Any], ended_ms: int,
 def counted_seats(rows: list[list[Any]]) -> list[player_stats.Seat]:
     """The account seats of `seat_rows`, as server.player_stats counts them."""
     return [player_stats.Seat(row[2], row[0], row[1], row[7], row[8], row[10], row[11],
-                              *row[12:20])
+                              tuple(row[12:20]))
             for row in rows if row[2] is not None]
 
 

@@ -36,11 +36,15 @@ def owner_key(address: str | None) -> str | None:
     return "a:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def client_owner(client: object) -> str | None:
+    """`owner_key` of a connection's or request's client (Starlette's ``Address``, or None):
+    an IPv6 host is one client whichever address of its /64 it uses."""
+    return owner_key(getattr(client, "host", None))
+
+
 def client_key(client: object) -> str:
-    """The key a per-address limit counts a connection or request by: `owner_key` of its
-    client's host (``client`` is Starlette's ``Address``, or None), so an IPv6 host is one
-    client whichever address of its /64 it uses; "?" when the address is unknown."""
-    return owner_key(getattr(client, "host", None)) or "?"
+    """The key a per-address limit counts a client by: `client_owner`, "?" when unknown."""
+    return client_owner(client) or "?"
 
 
 class FairQueue(Generic[T]):

@@ -25,7 +25,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from server import players
 from server.db import DB_DOWN
-from server.fairness import client_key, owner_key
+from server.fairness import client_key, client_owner
 from server.identity import SESSION_COOKIE, Visitor, changing, pool
 from server.identity import unavailable as unavailable_accounts
 from server.limits import charged_refusal
@@ -152,7 +152,7 @@ async def create_table(request: Request) -> Response:
         if visitor.identity.unchecked:
             raise unavailable_accounts()
         raise Rejected("account_required", "log in to create a rated table", status=403)
-    owner = client_owner(request)
+    owner = client_owner(request.client)
     await charge_create(request, owner)
     created = await _service(request).create(body, owner=owner)
     if owner is not None:
@@ -166,14 +166,9 @@ async def over_quota(retry_after_s: int | None, what: str) -> None:
                        retry_after=retry_after_s)
 
 
-def client_owner(request: Request) -> str | None:
-    """The request's client address as the quotas and the scheduler's fair shares know it
-    (server.fairness.owner_key); None when the address is unknown."""
-    return owner_key(getattr(request.client, "host", None))
-
-
 async def charge_create(request: Request, owner: str | None, *, waits: bool = True) -> None:
-    """Count a table made for the client ``owner`` (`client_owner`) against its CREATE_RATE,
+    """Count a table made for the client ``owner`` (fairness.client_owner) against its
+    CREATE_RATE,
     and its MAX_WAITING_TABLES when the table ``waits`` for players: over them, 429
     rate_limited with Retry-After. Every way a client makes a table goes through here."""
     if owner is not None:
@@ -249,10 +244,12 @@ async def join_table(request: Request) -> Response:
     identity = visitor.identity
     # An account's seat is named by its username: `name` is read (and checked) only for a
     # guest (a session that cannot be checked now, PostgreSQL down, is one too).
-    name = clean_player_name(name) if identity.guest else ""
     if identity.guest:
+        name = clean_player_name(name)
         await players.not_an_accounts_name(state.postgres, name)
-    await charge_join(request, client_owner(request))
+    else:
+        name = ""
+    await charge_join(request, client_owner(request.client))
     table_id = request.path_params["table_id"]
     service = _service(request)
     limit = state.settings.max_tables_per_player
@@ -283,7 +280,7 @@ async def resume_seat(request: Request) -> Response:
     changing(request)
     await read_json(request)
     visitor = await Visitor.of(request)
-    await charge_join(request, client_owner(request))  # a new token: a seat taken again
+    await charge_join(request, client_owner(request.client))  # a new token: a seat taken again
     seat, token = await _service(request).resume(request.path_params["table_id"],
                                                  visitor.identity.key)
     return visitor.respond(request, JSONResponse({"seat": seat, "token": token}))
@@ -311,7 +308,7 @@ async def rematch(request: Request) -> Response:
     makes the rematch table (the last acceptance) is charged a table created, as `create_table`
     (it starts at once: MAX_WAITING_TABLES does not apply); a refusal records nothing."""
     token = _seat_token(await read_json(request))
-    owner = client_owner(request)
+    owner = client_owner(request.client)
 
     async def charge() -> None:
         await charge_create(request, owner, waits=False)
@@ -326,7 +323,7 @@ async def rematch_seat(request: Request) -> Response:
     """`POST /api/tables/{id}/rematch/seat` {"token"}: the seat's place at the rematch table,
     a seat taken as `join_table` (JOIN_RATE)."""
     token = _seat_token(await read_json(request))
-    await charge_join(request, client_owner(request))
+    await charge_join(request, client_owner(request.client))
     found = await checking_token(
         request, _service(request).rematch_seat(request.path_params["table_id"], token), token)
     return JSONResponse(found)

@@ -49,9 +49,10 @@ from starlette.responses import JSONResponse, Response
 
 import engine
 from server import inbox, players
+from server.fairness import client_owner
 from server.identity import Identity, Visitor, changing, pool
 from server.identity import unavailable as unavailable_accounts
-from server.lobby import charge_join, client_owner, read_json
+from server.lobby import charge_join, read_json
 from server.ratings import DISPLAY_BASE
 from server.rejected import Rejected
 from server.seams import AppState, app_state
@@ -337,7 +338,7 @@ async def join_queue(request: Request) -> Response:
     if count > settings.quickplay_rate:
         raise Rejected("rate_limited", "too many quick-play requests; try again later",
                        status=429, retry_after=left)
-    await charge_join(request, client_owner(request))  # each entry may become a seat
+    await charge_join(request, client_owner(request.client))  # each entry may become a seat
     tables = await state.service.seated(identity.key)
     if busy(tables):
         raise Rejected("busy_elsewhere", "you are playing a real-time game already",

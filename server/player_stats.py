@@ -36,14 +36,9 @@ class Seat:
     preset: str
     outcome: str  # win, loss, draw
     ended: datetime.datetime
-    hands: int
-    hands_won: int
-    won_domino: int
-    won_block: int
-    play_points: int
-    bonus_points: int
-    best_play: int
-    big_plays: int
+    numbers: tuple[int, ...]
+    """The seat's statistics (server.stats `SeatStats`), in `_ADD`'s order: hands, hands won,
+    won by domino, won blocked, play points, bonus points, best play, big plays."""
 
 
 # The game goes on from the newest one counted (the row is locked by `add_games` first).
@@ -153,9 +148,8 @@ async def add_games(conn: Queries, seats: Sequence[Seat]) -> None:
         if seat.player_id in drifted:
             continue
         status = await conn.execute(
-            _ADD, seat.player_id, family, seat.outcome, seat.hands, seat.hands_won,
-            seat.won_domino, seat.won_block, seat.play_points, seat.bonus_points,
-            seat.best_play, seat.big_plays, seat.ended, seat.game_id, seat.seat)
+            _ADD, seat.player_id, family, seat.outcome, *seat.numbers, seat.ended,
+            seat.game_id, seat.seat)
         if status == "UPDATE 0":  # older than a game counted already: streaks recounted
             await conn.execute(_RECOUNT, seat.player_id, family)
         await conn.execute(

@@ -188,12 +188,6 @@ async def player_games(request: Request) -> Response:
 
 # ---- profiles --------------------------------------------------------------------------------
 
-async def stats(conn: Queries, player_id: int) -> dict[str, dict[str, Any]]:
-    """A player's statistics per family, over every archived game they played: kept up to
-    date by the archive (server.player_stats), so a read costs the same however many games."""
-    return await player_stats.stats(conn, player_id)
-
-
 async def _ratings(conn: Queries, player_id: int) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for row in await conn.fetch("SELECT family, rating, games FROM ratings "
@@ -226,7 +220,7 @@ async def profile(request: Request) -> Response:
         recent, _ = await _games(conn, player["id"], RECENT, None)
         body = {"name": player["username"], "joined": _ms(player["created_at"]),
                 "ratings": await _ratings(conn, player["id"]),
-                "stats": await stats(conn, player["id"]), "recent": recent,
+                "stats": await player_stats.stats(conn, player["id"]), "recent": recent,
                 "seasons": await seasons.past_finishes(conn, player["id"],
                                                        _current_season(request))}
     return JSONResponse(body)

@@ -29,15 +29,15 @@ import re
 import unicodedata
 
 USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")  # an account name (docs/players.md)
+MAX_PLAYER_NAME = 32
+MAX_TABLE_NAME = 60
+MAX_MARKS = 8
 
 
 def digits(text: str) -> bool:
     """Whether ``text`` is one or more ASCII digits, which `int()` reads (`str.isdigit` also
     takes "²" and other digits `int()` refuses)."""
     return text.isascii() and text.isdigit()
-MAX_PLAYER_NAME = 32
-MAX_TABLE_NAME = 60
-MAX_MARKS = 8
 BIDI_CONTROLS = frozenset(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
 SEPARATORS = frozenset("\u2028\u2029")
 # Letters and symbols that draw nothing (Unicode "default ignorable" or blank glyphs that are
