@@ -38,6 +38,7 @@ from server.identity import (
     unavailable,
 )
 from server.lobby import read_json
+from server.players import taken_by_a_lookalike
 from server.rejected import Rejected
 from server.seams import AppState, app_state
 from server.settings import Settings
@@ -47,6 +48,9 @@ from server.text import USERNAME
 COOKIE = SESSION_COOKIE
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
+# pg_advisory_xact_lock key held while a registration checks its name and inserts it: any
+# 64-bit number no other code uses.
+REGISTRATION_LOCK = 0x6E616D6573  # "names"
 
 _hasher = PasswordHasher()  # argon2id, the library's recommended parameters
 _hashing = asyncio.Semaphore(4)  # each hash takes ~64 MiB and a core for a moment
@@ -262,6 +266,12 @@ async def register(request: Request) -> Response:
     await _registration_budget(request)
     digest = await hash_password(password)
     async with pool.acquire() as conn, conn.transaction():
+        # one registration at a time checks and inserts, so two lookalikes made at once
+        # cannot both pass
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", REGISTRATION_LOCK)
+        if await taken_by_a_lookalike(conn, username):
+            raise Rejected("username_taken", "that username is taken, or one drawn like it",
+                           status=409)
         try:
             row = await conn.fetchrow(
                 "INSERT INTO players (username, password_hash) VALUES ($1, $2) "

@@ -25,7 +25,7 @@ from server.db import DB_DOWN, Postgres, Queries
 from server.identity import Identity, identify, pool
 from server.rejected import Rejected
 from server.seams import app_state
-from server.text import USERNAME, digits
+from server.text import USERNAME, USERNAME_READING_SQL, account_reading, digits
 
 RECENT = 10
 PAGE_DEFAULT, PAGE_MAX = 20, 50
@@ -62,20 +62,28 @@ async def shown_player(identity: Identity, family: str, conn: Queries) -> dict[s
 
 
 async def not_an_accounts_name(postgres: Postgres, name: str) -> None:
-    """400 ``bad_request`` when a guest's seat ``name`` is an account's username (in any
-    case): the seat would read as that player. Not checked while PostgreSQL is down (an
-    account's seat shows its rating, a guest's none)."""
+    """400 ``bad_request`` when a guest's seat ``name`` reads as an account's username (in any
+    case, or in letters drawn alike: `taken_by_a_lookalike`): the seat would pass for that
+    player. Not checked while PostgreSQL is down (an account's seat shows its rating, a guest's
+    none)."""
     db = postgres.pool
-    if db is None or not USERNAME.fullmatch(name):
+    if db is None:
         return
     try:
-        taken = await db.fetchval("SELECT true FROM players WHERE lower(username) = lower($1)",
-                                  name)
+        taken = await taken_by_a_lookalike(db, name)
     except DB_DOWN:
         return
     if taken:
         raise Rejected("bad_request", "that name is an account's: log in to use it, or choose "
                        "another")
+
+
+async def taken_by_a_lookalike(conn: Queries, name: str) -> bool:
+    """True when an account's username reads as ``name`` does (``account_reading``: "Ian" as
+    "lan", "alice" as "\u0430lice" with a Cyrillic a), by the index of migration 0010."""
+    reading = account_reading(name)
+    return reading is not None and bool(await conn.fetchval(
+        f"SELECT true FROM players WHERE {USERNAME_READING_SQL} = $1 LIMIT 1", reading))
 
 
 async def player_row(conn: Queries, name: str) -> Any:

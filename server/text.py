@@ -20,13 +20,16 @@ Player names must also not read as a bot's label (`bot_like`), as staff or the s
 as another guest's quick-play label or as the archive's name for a deleted account (`reserved`).
 
 Also owns `digits`, the test of a number a client sends as text (a query parameter, a port, a
-map key).
+map key), and `account_reading`, what a name reads as beside account names (Unicode's
+confusables, TR39), so that a guest cannot sit under a lookalike of an account's username.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+
+from confusable_homoglyphs import confusables  # type: ignore[import-untyped]
 
 USERNAME = re.compile(r"[A-Za-z0-9_-]{3,20}")  # an account name (docs/players.md)
 MAX_PLAYER_NAME = 32
@@ -117,6 +120,38 @@ def skeleton_words(text: str) -> list[str]:
         else:
             words.append(word)
     return [word.lstrip("\x00") for word in words]
+
+
+def _prototypes() -> dict[str, str]:
+    """Unicode's confusables (UTS #39): each character that is drawn like another, mapped to
+    that prototype ("\u0430" Cyrillic a to "a", "I" to "l", "0" to "O", "m" to "rn"). In the
+    data each such character lists exactly one glyph, its prototype; a prototype lists all the
+    characters drawn like it. (Its keys of several characters, right-to-left letters wrapped
+    in marks and sequences, have no prototype in ASCII.)"""
+    return {char: glyphs[0]["c"] for char, glyphs in confusables.confusables_data.items()
+            if len(char) == 1 and len(glyphs) == 1}
+
+
+PROTOTYPES = str.maketrans(_prototypes())
+# The reading of an account name (ASCII letters, digits, _ and -) in SQL, for an index on
+# players (server/migrations/0010_username_reading.sql); a test checks that it agrees with
+# account_reading.
+USERNAME_READING_SQL = "replace(translate(lower(username), 'i10', 'llo'), 'm', 'rn')"
+
+
+def account_reading(name: str) -> str | None:
+    """What `name` reads as beside account names, which are one in any case: compatibility
+    forms folded (NFKC), accents, other combining marks and invisible format characters
+    dropped, then each character replaced by the prototype it is drawn like (the UTS #39
+    skeleton) in upper case and again in lower case, so that letters drawn alike in either
+    case read the same (I, l, 1 and i; O, o and 0; m and rn). None when that is not ASCII
+    text, which no username is. "alice", "\u0410LICE" (a Cyrillic A) and "a1ice" read alike
+    ("allce"), and so do "Ian" and "lan"."""
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", name))
+    bare = "".join(ch for ch in folded
+                   if not _is_mark(ch) and unicodedata.category(ch) != "Cf")
+    reading = bare.upper().translate(PROTOTYPES).lower().translate(PROTOTYPES)
+    return reading if reading.isascii() else None
 
 
 def bot_like(name: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import string
 import time
 from collections.abc import AsyncIterator
 from itertools import pairwise
@@ -101,6 +102,42 @@ async def test_names_are_unique_without_regard_to_case(
         assert "session" not in other.cookies
     assert await db.fetchval("SELECT count(*) FROM players") == 1
     assert await db.fetchval("SELECT count(*) FROM sessions") == 1
+
+
+async def test_a_name_that_looks_like_an_accounts_is_taken(
+    accounts_service: ServiceProcess, db: asyncpg.Connection
+) -> None:
+    """Usernames drawn alike in some case (Unicode's confusables: "I" and "l", "1" and "l",
+    "0" and "O", "rn" and "m") would let one account pass for another: the second is taken.
+    (Two of each: REGISTRATIONS_PER_ADDRESS is 4.)"""
+    async with client(accounts_service) as web:
+        assert (await register(web, "Ian_Moore")).status_code == 201
+    for lookalike in ("lan_M00re", "1an_rnoore"):
+        async with client(accounts_service) as other:
+            taken = await register(other, lookalike, "another password")
+            assert (taken.status_code, code(taken)) == (409, "username_taken"), lookalike
+    async with client(accounts_service) as other:  # not drawn alike: fine
+        assert (await register(other, "ian_Moore2", "another password")).status_code == 201
+    assert await db.fetchval("SELECT count(*) FROM players") == 2
+
+
+async def test_the_databases_reading_of_usernames_is_the_servers(
+    accounts_service: ServiceProcess, db: asyncpg.Connection
+) -> None:
+    """The index that finds lookalikes (migration 0010) reads a username as
+    server.text.account_reading does, for every character a username may hold."""
+    from server.text import USERNAME_READING_SQL, account_reading
+
+    alphabet = string.ascii_letters + string.digits + "_-"
+    names = [ch * 3 for ch in alphabet] + ["Ian_Moore", "M0rning-1", "iIlL10OomM"]
+    rows = await db.fetch(f"SELECT username, {USERNAME_READING_SQL} AS reading "
+                          "FROM unnest($1::text[]) AS username", names)
+    assert {row["username"]: row["reading"] for row in rows} == {
+        name: account_reading(name) for name in names}
+    await db.execute("SET enable_seqscan = off")  # the lookup is the index's expression
+    plan = await db.fetch(f"EXPLAIN SELECT true FROM players WHERE {USERNAME_READING_SQL} = $1",
+                          "lan_rnoore")
+    assert "players_username_reading" in " ".join(row[0] for row in plan)
 
 
 @pytest.mark.parametrize(("username", "password", "expected"), [

@@ -467,16 +467,18 @@ async def test_a_token_of_a_finished_game_taken_by_an_intruder_cannot_make_a_rem
 
 
 async def test_a_guest_cannot_sit_under_an_accounts_name(svc: ServiceProcess) -> None:
-    """A guest's seat named exactly as an account (in any case) would read as that player:
-    refused, at a table and in quick play; a name of its own is fine."""
+    """A guest's seat named as an account (in any case, or in letters drawn alike) would read
+    as that player: refused, at a table and in quick play; a name of its own is fine."""
     async with account(svc, "ann"), browser(svc) as guest:
         table = await create(guest)
-        for name in ("ann", "ANN", " Ann "):
+        # in any case, or drawn alike (a Cyrillic a, fullwidth letters, mathematical letters)
+        for name in ("ann", "ANN", " Ann ", "\u0430nn", "\uff21\uff2e\uff2e",
+                     "\U0001d5ba\U0001d5c7n"):
             refused = await guest.post(f"/api/tables/{table}/join",
                                        json={"seat": 0, "name": name})
             assert (refused.status_code, code(refused)) == (400, "bad_request"), name
         queued = await guest.post("/api/quickplay", json={
-            "preset": "all-fives", "players": 2, "rated": False, "name": "Ann"})
+            "preset": "all-fives", "players": 2, "rated": False, "name": "\u0410nn"})
         assert (queued.status_code, code(queued)) == (400, "bad_request")
         assert (await guest.post(f"/api/tables/{table}/join",
                                  json={"seat": 0, "name": "annie"})).status_code == 200

@@ -131,6 +131,20 @@ def test_bot_lookalikes_are_read_as_bot_and_real_names_are_not() -> None:
     assert not text.bot_like("Bottom 2") and text.bot_like("bot 22")
 
 
+def test_names_drawn_alike_read_alike_beside_account_names() -> None:
+    from server import text
+
+    # in any case, in other scripts, fullwidth, mathematical letters, accented, with invisible
+    # characters: all read as the account "Ian_Moore" does
+    alike = ["Ian_Moore", "ian_moore", "IAN_MOORE", "lan_Moore", "1an_M00re", "Ian_rnoore",
+             "\u0406an_Moore", "\u0456an_\u041c\u043e\u043ere", "\uff29an_Moore",
+             "\U0001d408an_Moore", "\u00cc\u00e1n_Mo\u0308ore", "Ian\u200b_Moore"]
+    assert {text.account_reading(name) for name in alike} == {"lan_rnoore"}
+    different = ["Ian_Moore2", "Jan_Moore", "Ian Moore", "Ian_Noore", "Iain_Moore"]
+    assert "lan_rnoore" not in {text.account_reading(name) for name in different}
+    assert text.account_reading("\u65e5\u672c") is None  # no ASCII reading: no username
+
+
 def test_a_chat_line_is_relayed_as_sent_or_refused_with_the_callers_error() -> None:
     from server import text
 
