@@ -16,6 +16,7 @@ export function initialState(tableId = null) {
     table: tableId,
     seat: null,
     conn: "connecting",
+    closed: null, // the connection was closed for good ({code, reason}): nothing more comes
     welcomed: false,
     v: null,
     doc: null,
@@ -144,7 +145,10 @@ export function reduce(state, msg) {
       return state;
     // local actions
     case "local/conn":
-      return { ...state, conn: msg.status, welcomed: msg.status === "online" && state.welcomed };
+      return {
+        ...state, conn: msg.status, welcomed: msg.status === "online" && state.welcomed,
+        closed: msg.closed ?? null,
+      };
     case "local/move":
       return { ...state, pending: { id: msg.id, v: msg.v, move: msg.move }, rejected: null };
     case "local/reset":
@@ -195,12 +199,14 @@ export function gameOf(state) {
   return state.doc?.game ?? null;
 }
 
-/** True when this audience may move now (its own turn, no move pending). */
+/** True when this audience may move now (its own turn, no move pending, the game on and the
+ * connection not closed for good). */
 export function canMove(state) {
   const game = gameOf(state);
   return Boolean(
     game && state.seat !== null && game.turn === state.seat && !state.pending &&
-      Array.isArray(game.legal) && game.legal.length > 0,
+      Array.isArray(game.legal) && game.legal.length > 0 && !game.game_over &&
+      state.doc?.table?.status !== "finished" && !state.closed,
   );
 }
 

@@ -155,7 +155,8 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
       version: () => sinceVersion(state),
       onMessage: dispatch,
       onStatus: (status, detail, code) => {
-        dispatch({ t: "local/conn", status });
+        // a close after which the socket gives up names its code and why
+        dispatch({ t: "local/conn", status, closed: code && detail ? { code, reason: detail } : null });
         onConnection(status, detail);
         if (code === 4005) forgetSeat(id); // the seat was left (here or on another device)
         if ((code === 4002 || code === 4005) && savedSeat(id) === null) {
@@ -197,8 +198,14 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
       if (ons.includes(on)) sendMove({ play: ui.selected, on });
     },
     move: sendMove,
+    /** Sends a chat line; false when it could not go out (not connected). */
     chat(text) {
-      socket.send({ t: "chat", text: text.slice(0, 200) });
+      return socket.send({ t: "chat", text: text.slice(0, 200) });
+    },
+    /** Connects again after the connection was closed for good (opened in another tab). */
+    reconnect() {
+      connect();
+      render();
     },
     dismiss() {
       state = reduce(state, { t: "local/dismiss" });

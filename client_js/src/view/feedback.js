@@ -73,7 +73,7 @@ export class FeedbackView {
       this.dom.banner.textContent = on ? "Target reached: the game ends after this hand" : "";
     });
     this.region("tools", [game?.rules, state.seat, ui.autoDraw, state.watching, table?.seats, ui.viewFrom,
-      game?.game_over], () => this.drawTools(state, ui));
+      game?.game_over, table?.status], () => this.drawTools(state, ui));
     this.drawGhosts(game, ui);
     this.region("pop", [state.ev], () => this.drawPop(state, table));
     this.placePop();
@@ -85,7 +85,8 @@ export class FeedbackView {
     const game = state.doc?.game;
     const table = state.doc?.table;
     const out = [];
-    if (game && state.seat !== null && game.rules?.draw !== "none" && !game.game_over) {
+    if (game && state.seat !== null && game.rules?.draw !== "none" && !game.game_over
+      && table?.status !== "finished") {
       out.push(el("label", { class: "check auto-draw" },
         el("input", { type: "checkbox", name: "auto-draw", checked: Boolean(ui.autoDraw),
           onchange: (e) => this.actions.autoDraw(e.target.checked) }),

@@ -11,7 +11,7 @@ import { el, fill, seatLabel } from "./dom.js";
 import { clockText, clockTitle, seatClock } from "../clock_format.js";
 import { armSound, isMuted, playSound, setMuted } from "../sound.js";
 import { tileBack, uprightTile } from "./tiles.js";
-import { drawDialog, drawWaitingRoom } from "./dialogs.js";
+import { dialogKey, drawDialog, drawWaitingRoom } from "./dialogs.js";
 import { ratingText } from "../ratings.js";
 import { FeedbackView } from "./feedback.js";
 import { countersShown } from "../why.js";
@@ -66,10 +66,17 @@ export class TableView {
       el("input", { name: "text", maxlength: 200, placeholder: "Say something…",
         "aria-label": "chat message", autocomplete: "off" }),
       el("button", { type: "submit" }, "Send"));
+    const chatError = el("p", { class: "form-error chat-error", role: "alert" });
     chatForm.addEventListener("submit", (e) => {
       e.preventDefault();
       const text = chatForm.text.value.trim();
-      if (text) actions.chat(text);
+      if (!text) return;
+      // a line typed while the connection is down stays in the box, to send once it is back
+      if (actions.chat(text) === false) {
+        chatError.textContent = "Not sent: the table is not connected. Send it again once it is back.";
+        return;
+      }
+      chatError.textContent = "";
       chatForm.text.value = "";
     });
     this.page = el("div", { class: "table-page" },
@@ -80,7 +87,7 @@ export class TableView {
       el("aside", { class: "side" }, d.scores,
         el("details", { class: "panel", open: true }, el("summary", {}, "This hand"), d.history),
         el("div", { class: "panel chat", id: "table-chat" }, el("h2", {}, "Chat", d.chatClose), d.chatLog,
-          chatForm)),
+          chatForm, chatError)),
       d.overlay);
     this.drawSoundToggle();
     fill(root, this.page);
@@ -208,14 +215,15 @@ export class TableView {
       () => this.drawBoard(game, ui, suggested));
     this.region("info", [game, state.ev], () => this.drawInfo(game, table));
     this.region("hand", [game?.hand, game?.legal, ui.selected, state.pending, state.seat, state.ev,
-      state.hint, state.v],
+      state.hint, state.v, canMove(state)],
       () => this.drawHand(state, ui));
     this.region("buttons", [game?.legal, ui.selected, state.pending, state.seat, game?.turn,
-      table?.hints, state.hint, state.v, ui.hintAsked],
+      table?.hints, state.hint, state.v, ui.hintAsked, state.closed, table?.status],
       () => this.drawButtons(state, ui));
-    this.region("notice", [state.rejected, state.error, state.conn],
+    this.region("notice", [state.rejected, state.error, state.conn, state.closed, state.pending, state.doc !== null],
       () => this.drawNotice(state));
-    this.region("scores", [game?.scores, game?.sides, table?.seats, game?.rules, game?.round, state.seat],
+    this.region("scores", [game?.scores, game?.sides, table?.seats, game?.rules, game?.round, state.seat,
+      game?.game_over, table?.status],
       () => this.drawScores(game, table));
     this.region("history", [game?.history, table?.seats], () => this.drawHistory(game, table));
     this.region("chat", [state.chat], () => this.drawChat(state.chat));
@@ -245,7 +253,7 @@ export class TableView {
       const s = table.seats[i];
       const count = game?.hand_counts?.[i];
       const online = s?.bot ? true : Boolean(presence[i]);
-      const turn = game && game.turn === i && !game.game_over;
+      const turn = game && game.turn === i && !game.game_over && table.status !== "finished";
       const side = (game?.sides ?? []).findIndex((members) => members.includes(i));
       const backs = count !== undefined && i !== mySeat
         ? el("span", { class: "backs", html: tileBack().repeat(Math.min(count, 9)) }) : null;
@@ -393,10 +401,11 @@ export class TableView {
     }
     if (out.length === 0) {
       const turn = game.turn;
-      const text = game.game_over ? "Game over"
-        : state.pending ? "Sending…"
-          : mine ? "Your turn: choose a tile"
-            : turn === null || turn === undefined ? "" : `${this.seatName(state.doc.table, turn)} to play`;
+      const text = game.game_over || state.doc.table?.status === "finished" ? "Game over"
+        : state.closed ? "Not connected"
+          : state.pending ? "Sending…"
+            : mine ? "Your turn: choose a tile"
+              : turn === null || turn === undefined ? "" : `${this.seatName(state.doc.table, turn)} to play`;
       out.push(el("span", { class: `hint${mine ? " your-turn" : ""}` }, text));
     }
     if (mine && state.doc.table?.hints && !ui.selected) out.push(this.hintPart(state, ui));
@@ -416,13 +425,26 @@ export class TableView {
   drawNotice(state) {
     const n = state.rejected ?? state.error;
     const box = this.dom.notice;
-    if (!n) {
+    if (n) {
+      fill(box, el("span", {}, MOVE_WORDS[n.code] ?? n.message),
+        el("button", { type: "button", class: "ghost", "aria-label": "dismiss",
+          onclick: () => this.actions.dismiss() }, "×"));
+    } else if (state.closed) {
+      // closed for good: nothing reaches this page any more until it connects again
+      const elsewhere = state.closed.code === 4000;
+      fill(box, el("span", {}, elsewhere
+        ? "This table is open in another tab or window: play goes on there."
+        : `Disconnected: ${state.closed.reason}.`),
+      el("button", { type: "button", class: "primary", "data-action": "reconnect",
+        onclick: () => this.actions.reconnect() }, elsewhere ? "Play here" : "Reconnect"));
+    } else if (state.doc && (state.conn === "reconnecting" || state.conn === "offline")) {
+      const words = state.conn === "offline" ? "You are offline: the table reconnects by itself."
+        : "Connection lost: reconnecting…";
+      fill(box, el("span", { class: "conn-lost" }, words,
+        state.pending ? " Your move goes out once the connection is back." : ""));
+    } else {
       box.replaceChildren();
-      return;
     }
-    fill(box, el("span", {}, MOVE_WORDS[n.code] ?? n.message),
-      el("button", { type: "button", class: "ghost", "aria-label": "dismiss",
-        onclick: () => this.actions.dismiss() }, "×"));
   }
 
   drawScores(game, table) {
@@ -438,7 +460,7 @@ export class TableView {
         el("strong", {}, game.scores?.[k] ?? 0)))),
       game.rules?.scale > 1
         ? el("p", { class: "muted unit" }, `Scores in points of ${game.rules.scale} pips`) : null,
-      this.last?.[0]?.seat !== null && !game.game_over
+      this.last?.[0]?.seat !== null && !game.game_over && table?.status !== "finished"
         ? el("button", { type: "button", class: "ghost leave", onclick: () => {
           const words = table?.rated ? "Leave the game? At a rated table leaving resigns: your side loses."
             : "Leave the game? A bot takes your seat.";
@@ -469,8 +491,27 @@ export class TableView {
     this.drawBadge();
   }
 
+  /**
+   * Draws the dialog over the felt. The game-over dialog takes the focus when it opens (its
+   * first action: Rematch, else the replay); closed to look at the board, its reopen button
+   * does; a redrawn dialog gives the focus back to the control that had it.
+   */
   drawOverlay(game, table, ui, state) {
-    drawDialog(this.dom.overlay, { game, table, ui, state, name: (s) => this.seatName(table, s) });
+    const o = this.dom.overlay;
+    const had = o.contains(document.activeElement) ? focusKey(document.activeElement) : null;
+    drawDialog(o, { game, table, ui, state, name: (s) => this.seatName(table, s) });
+    const key = o.hidden ? null : `${dialogKey(game, table, ui)}${o.classList.contains("collapsed") ? ":closed" : ""}`;
+    const opened = key !== this.dialogShown;
+    this.dialogShown = key;
+    if (!key || o.contains(document.activeElement)) return;
+    const again = had ? o.querySelector(had) : null;
+    let first = null;
+    if (opened && key === "over") {
+      first = o.querySelector("[data-rematch]") ?? o.querySelector(".dialog-actions .primary");
+    } else if (opened && had && key.endsWith(":closed")) {
+      first = o.querySelector("[data-reopen]");
+    }
+    (again ?? first)?.focus();
   }
 
   /** Updates the countdown of the seat to move from the document's clock deadline. */
@@ -497,6 +538,15 @@ export class TableView {
       }
     }
   }
+}
+
+/** A selector finding a dialog's control again once the dialog is drawn anew (or null). */
+function focusKey(node) {
+  for (const name of ["data-rematch", "data-close", "data-reopen", "data-ready", "data-dismiss"]) {
+    if (node.hasAttribute?.(name)) return `[${name}]`;
+  }
+  const href = node.getAttribute?.("href");
+  return href ? `a[href="${CSS.escape(href)}"]` : null;
 }
 
 /** Index of the layout tile played last (the layout is in play order). */
