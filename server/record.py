@@ -432,6 +432,13 @@ def forfeit(record: TableRecord, seat: int, now_ms: int) -> TableRecord:
     best = max(scores[i] for i in others)
     leaders = [i for i in others if scores[i] == best]
     winner = leaders[0] if len(leaders) == 1 else None
-    record = replace(record, status=FINISHED, next_hand=None,
-                     result={"winner": winner, "reason": "forfeit", "seat": seat})
-    return record.with_turn_clock(seat, record.game.round, now_ms)
+    return stopped(record, {"winner": winner, "reason": "forfeit", "seat": seat}, now_ms)
+
+
+def stopped(record: TableRecord, result: dict[str, Any], now_ms: int) -> TableRecord:
+    """The game ends before its last hand is played out (a forfeit, an abandoned table): the
+    table finished with ``result``, nobody to move (the game's turn cleared, so that no view
+    offers a move) and the running clock stopped."""
+    game = replace(record.game, turn=None)
+    record = replace(record, game=game, status=FINISHED, next_hand=None, result=result)
+    return record.with_turn_clock(None, game.round, now_ms)

@@ -39,7 +39,16 @@ from engine.bots import BUDGETS, choose_move
 from server import bot_worker
 from server.fairness import CpuBudget, FairQueue
 from server.processes import worker_pool
-from server.record import FINISHED, PLAYING, STANDIN_BOT, WAITING, Seat, TableRecord, forfeit
+from server.record import (
+    FINISHED,
+    PLAYING,
+    STANDIN_BOT,
+    WAITING,
+    Seat,
+    TableRecord,
+    forfeit,
+    stopped,
+)
 from server.rejected import Rejected
 from server.tables import Change, Loaded
 
@@ -93,9 +102,7 @@ def abandon_at(record: TableRecord, seen: Mapping[int, int], after_ms: int,
 
 def abandoned(record: TableRecord, now_ms: int) -> TableRecord:
     """The game ends with nobody winning: nobody was there to play it."""
-    record = replace(record, status=FINISHED, next_hand=None,
-                     result={"winner": None, "reason": ABANDONED, "seat": None})
-    return record.with_turn_clock(None, record.game.round, now_ms)
+    return stopped(record, {"winner": None, "reason": ABANDONED, "seat": None}, now_ms)
 
 
 @dataclass(eq=False)

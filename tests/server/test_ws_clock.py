@@ -54,3 +54,30 @@ async def test_an_expired_turn_forfeits_when_the_table_says_so(
     summary = (await http.get(f"/api/tables/{table}")).json()
     assert summary["status"] == "finished"
     assert len(tokens) == 2
+
+
+async def test_a_game_lost_on_time_offers_no_more_moves(
+    service: ServiceProcess, http: httpx.AsyncClient
+) -> None:
+    """After a forfeit nobody is to move (protocol.md §2: `turn` is null once the game is over)
+    and no seat's view lists moves, the forfeiting seat's included; a fresh snapshot agrees."""
+    table = await create_table(
+        http,
+        players=2,
+        clock={"kind": "realtime", "move_s": 1, "reserve_s": 0},
+        on_timeout="forfeit",
+    )
+    tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
+    players = [await GameClient.connect(service.ws_url) for _ in tokens]
+    for client, token in zip(players, tokens, strict=True):
+        await client.hello(table, token)
+    turn = players[0].game["turn"]
+    assert players[turn].game["legal"]  # before: the seat to move has moves
+    for client in players:
+        diff = await client.recv_until("diff", wait_s=15)
+        assert {"type": "timeout", "seat": turn, "action": "forfeit"} in diff["ev"]
+        assert client.doc is not None and client.doc["table"]["status"] == "finished"
+        assert client.game["turn"] is None and client.game["legal"] == []
+    late = await GameClient.connect(service.ws_url)
+    await late.hello(table, tokens[turn])
+    assert late.game["turn"] is None and late.game["legal"] == []
