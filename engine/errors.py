@@ -6,6 +6,16 @@ Imports nothing from the rest of the engine; standard library only.
 from __future__ import annotations
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """How a message shows a value it was given: the repr of a string, number, boolean or
+    None, cut to `limit` characters; only the kind of anything else ("a list"), since a
+    client's value may be nested too deep to print, or large."""
+    if value is None or isinstance(value, bool | int | float | str):
+        text = repr(value)
+        return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+    return f"a {type(value).__name__}"
+
+
 class EngineError(Exception):
     """Base of every error the engine raises on bad input.
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engine.errors import InvalidNotation
+from engine.errors import InvalidNotation, shown
 from engine.tiles import NAMES, TILES, Tile
 
 
@@ -51,7 +51,13 @@ def move_to_data(move: Move) -> dict[str, object]:
         return {"draw": True}
     if isinstance(move, Pass):
         return {"pass": True}
-    raise InvalidNotation("bad_move", f"{move!r} is not a move")
+    raise InvalidNotation("bad_move", f"{shown(move)} is not a move")
+
+
+def _object(data: Mapping[object, object]) -> str:
+    """A move object as a message shows it: its first few keys and values (`shown`)."""
+    items = [f"{shown(key)}: {shown(value)}" for key, value in list(data.items())[:4]]
+    return "{" + ", ".join(items) + (", ...}" if len(data) > 4 else "}")
 
 
 def move_from_data(data: object) -> Move:
@@ -73,6 +79,6 @@ def move_from_data(data: object) -> Move:
         return PASS
     raise InvalidNotation(
         "bad_move",
-        f"{dict(data)!r} is not a move: use {{\"play\": T, \"on\": U}}, {{\"draw\": true}} "
+        f"{_object(data)} is not a move: use {{\"play\": T, \"on\": U}}, {{\"draw\": true}} "
         "or {\"pass\": true}",
     )

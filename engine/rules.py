@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from engine.errors import InvalidRules
+from engine.errors import InvalidRules, shown
 from engine.scoring import play_points
 
 DEFAULT_PRESET = "all-fives"
@@ -192,7 +192,8 @@ def _per_count(option: str, value: object, players: int, fallback: object) -> in
     if isinstance(value, Mapping):
         for key, item in value.items():
             if key not in ("2", "3", "4"):
-                raise _bad(option, f"{option}: per-count keys are \"2\", \"3\", \"4\", not {key!r}")
+                raise _bad(option, f"{option}: per-count keys are \"2\", \"3\", \"4\", "
+                                   f"not {shown(key)}")
             if type(item) is not int or not minimum <= item <= maximum:
                 raise _bad(option, f"{option}[{key}] must be an integer from {minimum} to "
                            f"{maximum}")
@@ -240,7 +241,7 @@ def rules_from_spec(spec: str | Mapping[str, object], players: int) -> Rules:
 
 def _resolve(spec: str | Mapping[str, object], players: int) -> Rules:
     if type(players) is not int or not 2 <= players <= 4:
-        raise _bad("players", f"players must be 2, 3 or 4, not {players!r}")
+        raise _bad("players", f"players must be 2, 3 or 4, not {shown(players)}")
     name: object
     if isinstance(spec, str):
         name, overrides = spec, {}
@@ -248,25 +249,27 @@ def _resolve(spec: str | Mapping[str, object], players: int) -> Rules:
         name = spec.get("preset", DEFAULT_PRESET)
         overrides = {k: v for k, v in spec.items() if k != "preset"}
         if not isinstance(name, str):
-            raise InvalidRules("unknown_preset", f"preset must be a name, not {name!r}", "preset")
+            raise InvalidRules("unknown_preset", f"preset must be a name, not {shown(name)}",
+                               "preset")
     else:
         raise _bad("rules", "rules are a preset name or an object {\"preset\": name, ...}")
     if name not in PRESETS:
         raise InvalidRules(
-            "unknown_preset", f"unknown preset {name!r}; presets: {', '.join(PRESETS)}", "preset"
+            "unknown_preset", f"unknown preset {shown(name)}; presets: {', '.join(PRESETS)}",
+            "preset",
         )
     base = PRESETS[name]
     values: dict[str, Any] = {}
     for key in overrides:
         if not isinstance(key, str) or key not in OPTION_KEYS:
-            raise _bad(str(key), f"unknown option {key!r}")
+            raise _bad(str(key), f"unknown option {shown(key)}")
     for key in OPTION_KEYS:
         value = overrides.get(key, base[key])
         if key in _PER_COUNT:
             values[key] = _per_count(key, value, players, base[key])
         elif key in _BOOLS:
             if type(value) is not bool:
-                raise _bad(key, f"{key} must be true or false, not {value!r}")
+                raise _bad(key, f"{key} must be true or false, not {shown(value)}")
             values[key] = value
         elif key in _INTS:
             low, high = _INTS[key]
@@ -276,7 +279,8 @@ def _resolve(spec: str | Mapping[str, object], players: int) -> Rules:
             values[key] = value
         else:
             if value not in _CHOICES[key]:
-                raise _bad(key, f"{key} must be one of {', '.join(_CHOICES[key])}, not {value!r}")
+                raise _bad(key, f"{key} must be one of {', '.join(_CHOICES[key])}, "
+                                f"not {shown(value)}")
             values[key] = value
     _check_combinations(values, players)
     values["partnerships"] = values["partnerships"] and players == 4

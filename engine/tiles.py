@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from engine.errors import InvalidNotation
+from engine.errors import InvalidNotation, shown
 
 _DIGITS = "0123456789"
 
@@ -32,7 +32,7 @@ class Tile:
             or not 0 <= low <= 6
         ):
             raise InvalidNotation(
-                "bad_tile", f"a tile has two halves from 0 to 6, not {high!r}, {low!r}"
+                "bad_tile", f"a tile has two halves from 0 to 6, not {shown(high)}, {shown(low)}"
             )
         if low > high:
             high, low = low, high
@@ -53,7 +53,7 @@ class Tile:
             a, b = int(text[0]), int(text[2])
             if a <= 6 and b <= 6:
                 return TILES[a * (a + 1) // 2 + b if a >= b else b * (b + 1) // 2 + a]
-        raise InvalidNotation("bad_tile", f"{text!r} is not a tile (write it like \"6-4\")")
+        raise InvalidNotation("bad_tile", f"{shown(text)} is not a tile (write it like \"6-4\")")
 
     @property
     def pips(self) -> int:
