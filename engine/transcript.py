@@ -34,7 +34,8 @@ def _move_data(entry: LogEntry) -> dict[str, object]:
 
 
 def to_transcript(state: GameState, salt: str | None = None) -> dict[str, Any]:
-    """The game so far as a notation.md transcript (the current round too, unless over).
+    """The game so far as a notation.md transcript (the round in play too, if any: none once
+    the game is over or between two hands).
 
     With `salt` (for a game that is over) it also reveals the seed, the salt and their
     commitment (notation.md "Fair deals").
@@ -43,7 +44,7 @@ def to_transcript(state: GameState, salt: str | None = None) -> dict[str, Any]:
     rounds = [
         (r.hands, r.boneyard, r.leader, r.moves) for r in table.past
     ]
-    if not table.game_over:
+    if not table.game_over and len(table.past) <= table.round:  # a round in play: not past
         rounds.append((table.deal_hands, table.deal_boneyard, table.leader, state.log))
     revealed: dict[str, object] = {}
     if salt is not None:

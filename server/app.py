@@ -165,7 +165,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
                            notice_frames_max=settings.notice_frames_max,
                            append_max=settings.state_append_max,
                            next_hand_s=settings.next_hand_s,
-                           next_hand_turn_s=settings.next_hand_turn_s)
+                           next_hand_turn_s=settings.next_hand_turn_s,
+                           max_hands=settings.max_hands)
     service.store.sharded = await sharded_pubsub(redis)  # before the hub subscribes anything
     service.notify = Notices(redis)  # "your turn" and rematch notices (server.inbox)
     process_id = uuid.uuid4().hex[:12]

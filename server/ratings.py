@@ -43,7 +43,7 @@ DISPLAY_BASE = 1500
 DISPLAY_SCALE = 48
 """Shown points per unit of mu: 48 = 200 / beta, so 200 points are one beta (see `display`)."""
 
-REASONS = ("game_end", "forfeit", "abandoned")
+REASONS = ("game_end", "forfeit", "abandoned", "hand_limit")
 
 
 def family_presets() -> dict[str, list[str]]:
@@ -110,8 +110,9 @@ def side_ranks(sides: Sequence[Sequence[int]], scores: Sequence[int],
     counts them: 1, 2, 2, 4).
 
     ``result`` is the table's {"winner": side or None, "reason": ..., "seat": ...}:
-    - "game_end": the winner first, the other sides by their final score (higher is better,
-      equal scores tie); two sides and no winner: a draw.
+    - "game_end", "hand_limit" (the game reached MAX_HANDS): the winner first, the other
+      sides by their final score (higher is better, equal scores tie); two sides and no
+      winner: a draw.
     - "forfeit": the side of the forfeiting ``seat`` last, whatever its score; the winner (if
       any) first; the others between, by score.
     - "abandoned": every side tied (a draw).

@@ -435,10 +435,19 @@ def forfeit(record: TableRecord, seat: int, now_ms: int) -> TableRecord:
     return stopped(record, {"winner": winner, "reason": "forfeit", "seat": seat}, now_ms)
 
 
+def hand_limit(record: TableRecord, now_ms: int) -> TableRecord:
+    """The game ends with its last hand, having lasted as many hands as a game may (the
+    setting MAX_HANDS): the side with the most points wins (nobody on a tie for the lead)."""
+    scores = record.game.scores
+    leaders = [i for i, score in enumerate(scores) if score == max(scores)]
+    winner = leaders[0] if len(leaders) == 1 else None
+    return stopped(record, {"winner": winner, "reason": "hand_limit", "seat": None}, now_ms)
+
+
 def stopped(record: TableRecord, result: dict[str, Any], now_ms: int) -> TableRecord:
-    """The game ends before its last hand is played out (a forfeit, an abandoned table): the
-    table finished with ``result``, nobody to move (the game's turn cleared, so that no view
-    offers a move) and the running clock stopped."""
+    """The game ends before the rules end it (a forfeit, an abandoned table, the hand limit):
+    the table finished with ``result``, nobody to move (the game's turn cleared, so that no
+    view offers a move) and the running clock stopped."""
     game = replace(record.game, turn=None)
     record = replace(record, game=game, status=FINISHED, next_hand=None, result=result)
     return record.with_turn_clock(None, game.round, now_ms)

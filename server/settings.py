@@ -86,6 +86,7 @@ class Settings:
     guest_ttl_s: float = 365 * 86400.0  # a guest identity's cookie lasts this long
     max_tables_per_player: int = 20  # tables one account or guest sits at at once
     next_hand_s: float = 20.0  # the pause between hands (0: none)
+    max_hands: int = 100  # a game ends after this many hands at the latest (the side ahead wins)
     next_hand_turn_s: float = 3600.0  # the pause between hands at a turn-clock table
     # Addresses of proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (uvicorn's
     # forwarded_allow_ips: comma-separated IPs or networks, "*" = any).
@@ -226,6 +227,7 @@ class Settings:
             max_tables_per_player=max(1, int(num("MAX_TABLES_PER_PLAYER",
                                                   d.max_tables_per_player))),
             next_hand_s=num("NEXT_HAND_S", d.next_hand_s, float),
+            max_hands=max(1, int(num("MAX_HANDS", d.max_hands))),
             next_hand_turn_s=num("NEXT_HAND_TURN_S", d.next_hand_turn_s, float),
             registrations_per_address=max(1, int(num("REGISTRATIONS_PER_ADDRESS",
                                                       d.registrations_per_address))),

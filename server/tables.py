@@ -43,6 +43,7 @@ from server.record import (
     audience_viewer,
     forfeit,
     game_result,
+    hand_limit,
     keeps_hand,
     move_entry,
     stored_state,
@@ -213,6 +214,8 @@ class TableService:
     ``append_max``: a move that keeps its hand going is appended to the table's stored state
     (server.record `move_entry`) instead of rewriting it, up to this many moves after the state
     was last written whole; 0: every commit writes the whole state.
+    ``max_hands``: a game still on after this many hands ends with the last one, the side
+    ahead winning (`hand_limit`; None: no limit).
     ``seat_connect_s``: a waiting table's seat whose person has not been connected for this long
     (never, since taking it) is freed.
     ``next_hand_s`` (``next_hand_turn_s`` at a table with a turn clock): after a hand ends the
@@ -229,7 +232,8 @@ class TableService:
                  waiting_ttl_s: float = 3600.0, retention_s: float = 86400.0,
                  seat_connect_s: float = 60.0, archive: bool = False,
                  notice_frames_max: int = 16384, next_hand_s: float = 0.0,
-                 next_hand_turn_s: float = 0.0, append_max: int = 64) -> None:
+                 next_hand_turn_s: float = 0.0, append_max: int = 64,
+                 max_hands: int | None = None) -> None:
         self.store = Store(redis, history_limit=history_limit,
                            notice_frames_max=notice_frames_max)
         self.bot_delay_ms = bot_delay_ms
@@ -242,6 +246,7 @@ class TableService:
         self.next_hand_ms = round(next_hand_s * 1000)
         self.next_hand_turn_ms = round(next_hand_turn_s * 1000) if next_hand_s else 0
         self.append_max = append_max
+        self.max_hands = max_hands
         self.archive = archive
         if archive:  # kept until archived (a finishing commit is the archive's pending mark)
             self.lifetime_ms[FINISHED] = 0
@@ -1109,8 +1114,9 @@ class TableService:
             raise Rejected("between_hands", "the next hand is not dealt yet", status=409)
         previous_turn, previous_round = record.game.turn, record.game.round
         pause = self._pause_ms(record)
+        last_hand = self.max_hands is not None and previous_round + 1 >= self.max_hands
         try:
-            if pause:
+            if pause or last_hand:
                 game, events = engine.apply_until_hand_end(record.game, seat, move)
             else:
                 game, events = engine.apply(record.game, seat, move)
@@ -1126,6 +1132,8 @@ class TableService:
         if game.game_over:
             record = replace(record, status=FINISHED)
             record = replace(record, result=game_result(record))
+        elif game.turn is None and last_hand:
+            record = hand_limit(record, now)
         elif game.turn is None:  # a hand ended: the pause before the next one
             record = replace(record, next_hand={"deadline": now + pause, "ready": []})
             if all(st.bot is not None for st in record.seats):

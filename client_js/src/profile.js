@@ -126,7 +126,7 @@ function gameItem(g, meta) {
   const change = g.rating && typeof g.rating.before === "number" && typeof g.rating.after === "number"
     ? el("span", { class: `rating-change ${g.rating.after >= g.rating.before ? "up" : "down"}` },
       `${g.rating.before} \u2192 ${g.rating.after} (${signed(g.rating.after - g.rating.before)})`) : null;
-  const how = g.result?.reason === "forfeit" ? " (forfeit)" : g.result?.reason === "abandoned" ? " (abandoned)" : "";
+  const how = { forfeit: " (forfeit)", abandoned: " (abandoned)", hand_limit: " (hand limit)" }[g.result?.reason] ?? "";
   return el("li", { class: `game-item ${g.outcome ?? ""}`, "data-game": g.id },
     el("div", { class: "game-main" },
       el("span", { class: `outcome tag ${g.outcome ?? ""}` }, `${outcomeText(g.outcome)}${how}`), " ",

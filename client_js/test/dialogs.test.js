@@ -21,3 +21,14 @@ test("the replay link of a private table carries its invite", () => {
   assert.match(finished("a b&c"), /href="#\/replay\/k3f9x2ab\?invite=a%20b%26c"/);
   assert.match(finished(null), /href="#\/replay\/k3f9x2ab"/);
 });
+
+test("a game ended by the hand limit says so and names the side ahead", () => {
+  const o = overlay();
+  const game = { game_over: false, winner: null, sides: [[0], [1]], scores: [40, 25], rounds: [] };
+  const table = { id: "k3f9x2ab", status: "finished", result: { winner: 0, reason: "hand_limit", seat: null },
+    seats: [], rematch: null, ratings: null };
+  drawDialog(o, { game, table, ui: { invite: null, closedDialog: null, seenRounds: 0, fair: null },
+    state: { seat: null }, name: (s) => `seat ${s}` });
+  assert.match(o.innerHTML, /most hands a game may last/);
+  assert.match(o.innerHTML, /seat 0/);
+});

@@ -54,3 +54,26 @@ def test_deal_next_refuses_a_hand_in_play() -> None:
     with pytest.raises(engine.IllegalMove) as refused:
         engine.deal_next(state)
     assert refused.value.code == "hand_in_play"
+
+
+@pytest.mark.parametrize("preset", ["block", "all-fives"])
+def test_a_game_stopped_between_hands_has_a_transcript_of_its_hands_played(preset: str) -> None:
+    """A game the server ends between two hands (a forfeit or the hand limit during the pause)
+    has the transcript of the hands played, each once: it walks, and replays to the same
+    scores."""
+    state = engine.new_game(preset, 2, 11)
+    rng = random.Random(3)
+    hands = 0
+    while hands < 2:
+        if state.turn is None:
+            state = engine.deal_next(state)[0]
+        seat = state.turn
+        assert seat is not None
+        moves = engine.legal_moves(state)
+        state = engine.apply_until_hand_end(state, seat, rng.choice(moves))[0]
+        hands += state.turn is None
+    transcript = engine.to_transcript(state)
+    assert len(transcript["rounds"]) == 2
+    replayed = engine.replay(transcript)
+    assert len(replayed["rounds"]) == 2
+    assert replayed["rounds"][-1]["totals"] == list(state.scores)

@@ -426,7 +426,8 @@ async def play_to_end(
     stop_after: int | None = None,
 ) -> int:
     """Play the first legal move for every seat in `movers` (bots play their own seats) until
-    the game is over, keeping every client in step. Returns the number of moves sent."""
+    the game is over or the table finished, keeping every client in step. Returns the number
+    of moves sent."""
     clients = list(movers.values()) + watchers
     sent = 0
     for _ in range(max_versions):
@@ -436,8 +437,8 @@ async def play_to_end(
         if on_version is not None:
             on_version(ref.v)
         game = ref.doc["game"]
-        if game is not None and game["game_over"]:
-            return sent
+        if game is not None and (game["game_over"] or ref.doc["table"]["status"] == "finished"):
+            return sent  # played out, or ended by the table (a forfeit, the hand limit)
         if stop_after is not None and sent >= stop_after:
             return sent
         turn = None if game is None else game["turn"]

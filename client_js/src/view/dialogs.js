@@ -93,7 +93,9 @@ export function drawDialog(o, { game, table, ui, state, name }) {
     const how = result?.reason === "forfeit" && result.seat !== undefined
       ? `<p class="reason">${esc(name(result.seat))} ran out of time and forfeited.</p>`
       : result?.reason === "abandoned"
-        ? `<p class="reason">Nobody was at the table any more: the game was abandoned.</p>` : "";
+        ? `<p class="reason">Nobody was at the table any more: the game was abandoned.</p>`
+        : result?.reason === "hand_limit"
+          ? `<p class="reason">The game reached the most hands a game may last: the side ahead wins.</p>` : "";
     const winners = w === null || w === undefined ? null : (game.sides[w] ?? []).map(name).join(" & ");
     const mine = state.seat !== null && Boolean(game.sides[w]?.includes(state.seat));
     const scores = game.sides.map((side, k) =>
