@@ -73,7 +73,8 @@ export function showReplay(root, id) {
     btn("next move", right, () => go(at + 1)),
     btn("last move", `${right}<rect x="12" y="2" width="2" height="12"/>`, () => go(views.length - 1)),
     play,
-    el("button", { type: "button", class: "ghost next-hand", onclick: nextHand }, "Next hand ⏭"),
+    el("button", { type: "button", class: "ghost next-hand", onclick: nextHand,
+      html: `Next hand <svg viewBox="0 0 16 16" aria-hidden="true">${right}<rect x="12" y="2" width="2" height="12"/></svg>` }),
     counter);
   slider.addEventListener("input", () => go(Number(slider.value)));
   const onKey = (e) => {

@@ -511,6 +511,10 @@ def test_game_over_closes_to_the_board_and_reopens_and_the_replay_autoplays_ever
     counter = page.locator(".replay-controls .counter")
     expect(counter).to_have_text(re.compile(r"^1 / \d+$"))
     total = int(counter.inner_text().split("/")[1])
+    # every control draws its icon itself: no symbol that a font on the machine may lack
+    next_hand = page.locator(".replay-controls .next-hand")
+    expect(next_hand).to_have_text("Next hand")
+    expect(next_hand.locator("svg")).to_have_count(1)
     # next hand: from the deal of hand 1 to the first view of hand 2
     if last_hand >= 2:
         page.get_by_role("button", name=re.compile("Next hand")).click()
