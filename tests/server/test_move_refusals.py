@@ -9,17 +9,10 @@ import pytest
 import websockets
 
 from tests.reliability.leaks import tiles_in
+from tests.server.test_seat_security import two_seated
 from tests.support.servers import GameClient, ServiceProcess, create_table, join
 
-
-async def drain(client: GameClient, quiet_s: float = 0.3) -> None:
-    while True:
-        try:
-            await client.recv(quiet_s)
-        except TimeoutError:
-            return
-
-# ---- 1. a frame that crashes the socket handler ----------------------------------------------
+# ---- a frame that would crash the handler ---------------------------------------------------
 
 def nested(depth: int) -> bytes:
     """A msgpack list nested `depth` deep (msgpack's own stack takes up to 1,024)."""
@@ -37,7 +30,7 @@ async def test_a_deeply_nested_move_is_rejected_and_the_socket_stays_open(
     tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
     player = await GameClient.connect(service.ws_url)
     assert (await player.hello(table, tokens[0]))["t"] == "welcome"
-    await drain(player)
+    await player.drain()
     if field == "play":
         move = b"\x81" + msgpack.packb("play") + nested(1000)
     elif field == "on":
@@ -76,17 +69,11 @@ async def test_refusals_of_every_illegal_move_name_no_hidden_tile(
     """Each seat sends, at several positions, a play of every tile of the set (on every layout
     tile and on none), a draw and a pass, in and out of turn: every `rejected` names only tiles
     it was sent, its own hand or the layout, never another hand or the boneyard."""
-    table = await create_table(http, rules={"preset": "all-fives", "target": 1000})
-    tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
-    clients = []
-    for seat in (0, 1):
-        client = await GameClient.connect(service.ws_url)
-        assert (await client.hello(table, tokens[seat]))["t"] == "welcome"
-        clients.append(client)
+    _, _, clients = await two_seated(service, http, rules={"preset": "all-fives", "target": 1000})
     checked = 0
     for _ in range(4):  # four positions, one legal move between them
-        await drain(clients[0])
-        await drain(clients[1])
+        await clients[0].drain()
+        await clients[1].drain()
         for client in clients:
             game = client.game
             own, legal = set(game["hand"]), game["legal"]

@@ -106,10 +106,11 @@ async def test_leaving_a_game_in_progress_closes_the_socket_before_the_bot_takes
     assert all(v <= before for v in versions_seen(old))
 
 
-async def two_seated(service: ServiceProcess, http: httpx.AsyncClient
+async def two_seated(service: ServiceProcess, http: httpx.AsyncClient, **options: Any
                      ) -> tuple[str, list[str], list[GameClient]]:
-    """A started two-seat table with a connected client on each seat."""
-    table = await create_table(http)
+    """A started two-seat table (created with ``options``) with a connected client on each
+    seat."""
+    table = await create_table(http, **options)
     tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
     clients = []
     for seat in (0, 1):

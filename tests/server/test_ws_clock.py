@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import httpx
 
+from tests.server.test_seat_security import two_seated
 from tests.support.servers import GameClient, ServiceProcess, create_table, join
+
+CLOCK = {"kind": "realtime", "move_s": 1, "reserve_s": 0}  # a turn runs out in a second
 
 
 async def test_an_expired_turn_is_played_by_a_bot(
     service: ServiceProcess, http: httpx.AsyncClient
 ) -> None:
-    table = await create_table(
-        http,
-        players=2,
-        clock={"kind": "realtime", "move_s": 1, "reserve_s": 0},
-        on_timeout="bot",
-    )
-    tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
-    players = [await GameClient.connect(service.ws_url) for _ in tokens]
-    for client, token in zip(players, tokens, strict=True):
-        await client.hello(table, token)
+    _, _, players = await two_seated(service, http, on_timeout="bot", clock=CLOCK)
     watcher = players[0]
     clock = watcher.doc["table"]["clock"] if watcher.doc else None
     assert clock is not None and clock["kind"] == "realtime"
@@ -41,7 +35,7 @@ async def test_an_expired_turn_forfeits_when_the_table_says_so(
     table = await create_table(
         http,
         players=2,
-        clock={"kind": "realtime", "move_s": 1, "reserve_s": 0},
+        clock=CLOCK,
         on_timeout="forfeit",
     )
     tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
@@ -61,16 +55,7 @@ async def test_a_game_lost_on_time_offers_no_more_moves(
 ) -> None:
     """After a forfeit nobody is to move (protocol.md §2: `turn` is null once the game is over)
     and no seat's view lists moves, the forfeiting seat's included; a fresh snapshot agrees."""
-    table = await create_table(
-        http,
-        players=2,
-        clock={"kind": "realtime", "move_s": 1, "reserve_s": 0},
-        on_timeout="forfeit",
-    )
-    tokens = [await join(http, table, seat, f"p{seat}") for seat in (0, 1)]
-    players = [await GameClient.connect(service.ws_url) for _ in tokens]
-    for client, token in zip(players, tokens, strict=True):
-        await client.hello(table, token)
+    table, tokens, players = await two_seated(service, http, on_timeout="forfeit", clock=CLOCK)
     turn = players[0].game["turn"]
     assert players[turn].game["legal"]  # before: the seat to move has moves
     for client in players:

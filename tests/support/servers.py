@@ -318,6 +318,14 @@ class GameClient:
             self.doc = apply_ops(self.doc, message["ops"])
             self.v = message["v"]
 
+    async def drain(self, quiet_s: float = 0.3) -> None:
+        """Take (and apply) every message until none comes for ``quiet_s``."""
+        while True:
+            try:
+                await self.recv(quiet_s)
+            except TimeoutError:
+                return
+
     async def recv_until(self, kind: str, wait_s: float = 10.0, **match: Any) -> dict[str, Any]:
         """Read (and apply) messages until one of type `kind` with the given fields."""
         deadline = asyncio.get_running_loop().time() + wait_s
