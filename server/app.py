@@ -166,7 +166,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
                            append_max=settings.state_append_max,
                            next_hand_s=settings.next_hand_s,
                            next_hand_turn_s=settings.next_hand_turn_s,
-                           max_hands=settings.max_hands)
+                           max_hands=settings.max_hands,
+                           max_seat_changes=settings.max_seat_changes)
     service.store.sharded = await sharded_pubsub(redis)  # before the hub subscribes anything
     service.notify = Notices(redis)  # "your turn" and rematch notices (server.inbox)
     process_id = uuid.uuid4().hex[:12]

@@ -104,6 +104,9 @@ class Settings:
     max_waiting_tables: int = 5  # tables waiting for players at once per creating address
     join_rate: int = 30  # seats taken per minute per address
     seat_connect_s: float = 60.0  # a waiting table's seat with no connection this long is freed
+    # Seat changes (joins, leaves, seats freed, resumes) one table takes over its life; beyond
+    # them joins and resumes are refused and a waiting table is no longer renewed.
+    max_seat_changes: int = 500
     max_tables_per_process: int = 10_000
     max_sockets_per_address: int = 256  # websockets of one client address in one process
     tables_per_address_share: float = 0.1  # of max_tables_per_process, for one address
@@ -245,6 +248,7 @@ class Settings:
             join_rate=int(num("JOIN_RATE", d.join_rate)),
             seat_connect_s=_positive("SEAT_CONNECT_S",
                                      num("SEAT_CONNECT_S", d.seat_connect_s, float)),
+            max_seat_changes=max(1, int(num("MAX_SEAT_CHANGES", d.max_seat_changes))),
             max_tables_per_process=int(num("MAX_TABLES_PER_PROCESS", d.max_tables_per_process)),
             max_connections=int(num("MAX_CONNECTIONS", d.max_connections)),
             max_sockets_per_address=max(1, int(num("MAX_SOCKETS_PER_ADDRESS",

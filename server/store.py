@@ -13,7 +13,9 @@ Per table (every key shares the hash tag ``{<id>}``, so a table lives in one clu
 - ``t:{id}:log``     stream, one entry per version with id ``0-<version>``; fields are
                      audience -> encoded diff frame, and ``!tok`` -> the seat (or ``invite``)
                      whose token that version changed
-- ``t:{id}:cid``     hash ``<seat>:<client id>`` -> version accepted for that client message id
+- ``t:{id}:cid``     hash ``<seat>:<client id>`` -> version accepted for that client message id;
+                     field ``!seats`` -> the seat changes (joins, leaves, seats freed, new
+                     tokens) the table has had (server.tables ``max_seat_changes``)
 - ``t:{id}:lease``   short lease of the process acting on a deadline (own expiry, never the
                      table's lifetime: a lease left by a crashed process must still run out)
 - ``t:{id}:seen``    hash seat -> ms up to which that seat is known to have had a connection
@@ -53,8 +55,10 @@ Lifetime: every key of a table gets the lifetime its commit gives it, all at onc
 script sets it on each): a waiting table expires if nobody joins for ``WAITING_TTL``, a playing
 one is kept (set by the commit that starts the game; later moves leave it), a finished one is
 kept for ``RETENTION`` and then disappears whole. The keys written outside a commit
-(``TableKeys.companions``) take the version key's lifetime when written; ``watchers``,
-``chatbudget`` and ``lease`` have lifetimes of their own.
+(``TableKeys.companions``) take the version key's lifetime when written, in one script with
+the check that the table still exists (nothing is written of a gone table, or what was is
+deleted: `share_lifetime`); ``watchers``, ``chatbudget`` and ``lease`` have lifetimes of their
+own.
 
 Global keys, each touched by single-key commands only: ``lobby:open`` and ``lobby:playing``
 (zsets id -> created ms of the public tables waiting for players and playing; a finished
@@ -66,8 +70,10 @@ server.archive; a table whose game is waiting for the archive is kept without ex
 its ``RETENTION`` once archived). Channel ``dominoes:processes`` (``PROCESS_CHANNEL``): every
 process's hub subscribes to it first. ``seated:<identity>`` (zset id -> ms the seat was
 taken): the tables an account (``p:<id>``) or guest (``g:<hash>``) sits at (server.identity;
-entries of tables left, finished or gone are dropped when read; the key expires
-``SEATED_KEEP_S``, 90 days, after it was last written or read). Channel ``inbox:<player id>``:
+a table is dropped when the identity's seat there is left or freed, a guest's when its game
+ends (server.tables), and entries of tables left, finished or gone when read; emptied, the key
+is gone, else it expires ``SEATED_KEEP_S``, 90 days,
+after it was last written or read). Channel ``inbox:<player id>``:
 a player's notices (server.inbox). ``online:<player id>`` (hash process id -> expiry ms,
 the key expiring with its newest entry): the processes holding a ``/ws/me`` socket of the
 player, each entry renewed while it does (server.inbox; "online" = an entry not expired).
@@ -108,7 +114,7 @@ import msgpack
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from server.redis_link import CommitLink
 
@@ -133,10 +139,10 @@ _CHAT_LUA = """
 -- 2 that seat's token hash, 3 chat frame, 4 lines kept, 5 live channel, 6 live message,
 -- 7 "1" to publish it as a shard channel message (SPUBLISH: Redis Cluster)
 if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-if redis.call('EXISTS', KEYS[3]) == 0 then return 2 end
+local ttl = redis.call('PTTL', KEYS[3])
+if ttl == -2 or ttl == 0 then return 2 end  -- gone, or going within this millisecond
 redis.call('RPUSH', KEYS[2], ARGV[3])
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
-local ttl = redis.call('PTTL', KEYS[3])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 redis.call(ARGV[7] == '1' and 'SPUBLISH' or 'PUBLISH', ARGV[5], ARGV[6])
 return 1
@@ -148,20 +154,61 @@ if n == 1 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1])) end
 return {n, redis.call('TTL', KEYS[1])}
 """
 _SHARE_LUA = """
--- KEYS: 1 version, 2.. keys that take its lifetime (no expiry when it has none)
+-- KEYS: 1 version, 2.. keys that take its lifetime (no expiry when it has none; deleted when
+-- there is no such table -- it expired, or expires within this millisecond (PTTL 0) -- and
+-- what was written of it since goes with it)
 local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 or ttl == 0 then
+  redis.call('DEL', unpack(KEYS, 2))
+  return -2
+end
 for i = 2, #KEYS do
   if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
 end
 return ttl
 """
+_KEEP_LUA = """
+-- KEYS: 1 version, 2 a key of the table written outside a commit; ARGV: 1 its value. Only for
+-- a table that exists: the key takes its lifetime. Returns 0 when there is no such table (or
+-- it expires within this millisecond: PTTL 0).
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 or ttl == 0 then return 0 end
+if ttl > 0 then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
+else
+  redis.call('SET', KEYS[2], ARGV[1])
+end
+return 1
+"""
 _SEEN_LUA = """
 -- KEYS: 1 version, 2 seen hash; ARGV: seat, ms pairs. Only for a table that exists; the hash
--- takes the table's lifetime.
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[2], unpack(ARGV))
+-- takes the table's lifetime (a table expiring within this millisecond, PTTL 0, is gone).
 local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 or ttl == 0 then return 0 end
+redis.call('HSET', KEYS[2], unpack(ARGV))
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) else redis.call('PERSIST', KEYS[2]) end
+return 1
+"""
+_REFRESH_LUA = """
+-- KEYS: 1 version, 2 presence hash, 3 seen hash; ARGV: 1 number of presence fields n, then n
+-- field, value pairs, then seat, ms pairs. Only for a table that exists: both hashes take its
+-- lifetime. Returns 0 when there is no such table, or it expires within this millisecond
+-- (PTTL 0): nothing written.
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 or ttl == 0 then return 0 end
+local n = tonumber(ARGV[1])
+local written = {}
+if n > 0 then
+  redis.call('HSET', KEYS[2], unpack(ARGV, 2, 1 + 2 * n))
+  written[#written + 1] = KEYS[2]
+end
+if #ARGV > 1 + 2 * n then
+  redis.call('HSET', KEYS[3], unpack(ARGV, 2 + 2 * n))
+  written[#written + 1] = KEYS[3]
+end
+for _, key in ipairs(written) do
+  if ttl > 0 then redis.call('PEXPIRE', key, ttl) else redis.call('PERSIST', key) end
+end
 return 1
 """
 _RETAIN_LUA = """
@@ -309,6 +356,7 @@ class TableKeys:
 
 
 INVITE_FIELD = "invite"
+SEAT_CHANGES_FIELD = "!seats"  # of a table's client ids: the seat changes it has had
 TOKEN_MARK = b"!tok"
 _META_MATCH = TableKeys("*").meta  # every table's meta key, for SCAN
 _META_PREFIX, _, _META_SUFFIX = _META_MATCH.partition("*")
@@ -317,9 +365,11 @@ _META_PREFIX, _, _META_SUFFIX = _META_MATCH.partition("*")
 class CommitResult(NamedTuple):
     """``ok``: committed as ``version``; ``stale``: the table is at ``version``;
     ``dup``: that client id was already accepted as ``version``; ``revoked``: the seat's token
-    is no longer the one required (the table is at ``version``, nothing written)."""
+    is no longer the one required; ``closed``: the table has had the seat changes it takes
+    (`Store.commit` ``seat_changes``). Besides ``ok`` and ``dup``, nothing was written and the
+    table is at ``version``."""
 
-    outcome: Literal["ok", "stale", "dup", "revoked"]
+    outcome: Literal["ok", "stale", "dup", "revoked", "closed"]
     version: int
 
 
@@ -516,6 +566,8 @@ class Store:
         self._chat = client.register_script(_CHAT_LUA)
         self._share = client.register_script(_SHARE_LUA)
         self._seen = client.register_script(_SEEN_LUA)
+        self._keep = client.register_script(_KEEP_LUA)
+        self._refresh = client.register_script(_REFRESH_LUA)
         self._hit = client.register_script(_HIT_LUA)
         self._retain = client.register_script(_RETAIN_LUA)
         self._announce = client.register_script(_ANNOUNCE_LUA)
@@ -535,6 +587,7 @@ class Store:
         due_ms: int | Literal["keep"] | None = "keep",
         subscribed: bool | None = None,
         append: bool = False,
+        seat_changes: tuple[int, Literal["refuse", "keep", ""]] | None = None,
     ) -> CommitResult:
         """Atomically: check that ``require`` (seat, token hash) still holds its seat and that
         the version is ``expected``, store state (with ``append``: append it to the stored
@@ -553,7 +606,13 @@ class Store:
         ``subscribed``: on a single Redis, whether this process's own subscription to the
         table's notice channel is in effect (server.fanout.pubsub `Subscriber.begin_commit`); the
         notice is then published only if some other subscriber would read it. None (a cluster,
-        or a caller that cannot tell): always published."""
+        or a caller that cannot tell): always published.
+
+        ``seat_changes`` (cap, past): the commit changes a seat's token, and counts as one of
+        the table's seat changes (``SEAT_CHANGES_FIELD`` of its client ids); once the table
+        has had ``cap`` of them, ``past`` says what becomes of it: "refuse" (nothing written,
+        outcome ``closed``), "keep" (made, every key's lifetime left as it is: the change
+        renews nothing), "" (made as asked)."""
         keys = TableKeys(table_id)
         token_op, token_seat, token_hash = token if token else ("", 0, "")
         required_seat, required_hash = require if require else ("", "")
@@ -581,6 +640,8 @@ class Store:
         args += [carried, "1" if self.sharded else "0",
                  "" if subscribed is None or self.cluster else int(subscribed),
                  "1" if append else ""]
+        if seat_changes is not None:
+            args += [seat_changes[0], seat_changes[1]]
         committed = await self._run_commit(table_keys, args)
         if committed.outcome == "ok" and due_ms != "keep" and not folded:
             await self.schedule(table_id, expected or None, expected + 1,
@@ -599,7 +660,7 @@ class Store:
         else:
             result = await self._commit(keys=keys, args=args)
         outcome = result[0].decode() if isinstance(result[0], bytes) else str(result[0])
-        assert outcome in ("ok", "stale", "dup", "revoked")
+        assert outcome in ("ok", "stale", "dup", "revoked", "closed")
         return CommitResult(outcome, int(result[1]))  # type: ignore[arg-type]
 
     @reconnecting
@@ -691,16 +752,22 @@ class Store:
         return as_bytes(value) if value is not None else None
 
     @reconnecting
-    async def keep_rendered(self, table_id: str, kind: str, data: bytes) -> None:
-        """Store a rendering; it expires with the table."""
+    async def keep_rendered(self, table_id: str, kind: str, data: bytes) -> bool:
+        """Store a rendering with the table's lifetime, in one step; False (nothing stored)
+        when the table is gone."""
         keys = TableKeys(table_id)
-        await self.redis.set(keys.transcript if kind == "transcript" else keys.replay, data)
-        await self.share_lifetime(table_id)
+        return await self._keep_with_table(
+            table_id, keys.transcript if kind == "transcript" else keys.replay, data)
+
+    async def _keep_with_table(self, table_id: str, key: str, value: bytes | str) -> bool:
+        done = await self._keep(keys=[TableKeys(table_id).version, key], args=[value])
+        return bool(done)
 
     @reconnecting
     async def share_lifetime(self, table_id: str) -> None:
         """Give the table's other keys the lifetime of its version key (after writing one of
-        them outside a commit: a claim, presence, a cached transcript)."""
+        them outside a commit: a claim, presence); when the table is gone (expired meanwhile),
+        delete them instead."""
         keys = TableKeys(table_id)
         await self._share(keys=[keys.version, *keys.companions])
 
@@ -914,17 +981,6 @@ class Store:
         await self._seen(keys=[keys.version, keys.seen], args=args)
 
     @reconnecting
-    async def refresh_seen(self, seen: Mapping[str, Mapping[int, int]]) -> None:
-        """`mark_seen` for many tables whose entries `mark_seen` made (one HSET each, pipelined;
-        an existing hash keeps its lifetime)."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for table_id, seats in seen.items():
-                if seats:
-                    pipe.hset(TableKeys(table_id).seen,
-                              mapping={str(seat): ms for seat, ms in seats.items()})
-            await pipe.execute()
-
-    @reconnecting
     async def seen(self, table_id: str) -> dict[int, int]:
         """Seat -> the last time (ms) that seat is known to have had a connection."""
         raw = await self.redis.hgetall(TableKeys(table_id).seen)
@@ -936,8 +992,8 @@ class Store:
 
     @reconnecting
     async def set_owner(self, table_id: str, owner: str) -> None:
-        await self.redis.set(TableKeys(table_id).owner, owner)
-        await self.share_lifetime(table_id)
+        """Record who created the table (with its lifetime; nothing if it is gone)."""
+        await self._keep_with_table(table_id, TableKeys(table_id).owner, owner)
 
     @reconnecting
     async def owners(self, table_ids: Sequence[str]) -> list[str | None]:
@@ -1019,20 +1075,47 @@ class Store:
             await self.redis.hdel(TableKeys(table_id).presence, *fields)
 
     async def refresh_presence(self, presence: Mapping[str, Mapping[str, str]],
-                               watchers: Mapping[str, Sequence[str]], expiry_ms: int) -> None:
+                               seen: Mapping[str, Mapping[int, int]],
+                               watchers: Mapping[str, Sequence[str]], expiry_ms: int) -> set[str]:
         """Renew, in one pipeline, the presence fields (table -> field -> ``<seat>:<expiry>``)
-        and the spectator slots (table -> members, each expiring at ``expiry_ms``, the zset
-        with them) of one process."""
+        and the seats' ``seen`` times (table -> seat -> ms) of one process's seat sockets, each
+        table's in one script that writes them only while the table exists and gives them its
+        lifetime, and its spectator slots (table -> members, each expiring at ``expiry_ms``,
+        the zset with them). Returns the tables found gone (nothing of theirs written but the
+        spectator slots, which expire by themselves)."""
+        scripted = sorted(set(presence) | set(seen))
+        calls: list[tuple[list[str], list[Any]]] = []
+        for table_id in scripted:
+            keys = TableKeys(table_id)
+            fields = presence.get(table_id, {})
+            args: list[Any] = [len(fields)]
+            for field, value in fields.items():
+                args += [field, value]
+            for seat, ms in seen.get(table_id, {}).items():
+                args += [str(seat), ms]
+            calls.append(([keys.version, keys.presence, keys.seen], args))
+        try:
+            found = await self._refresh_pipeline(calls, watchers, expiry_ms)
+        except NoScriptError:
+            # A Redis that forgot its scripts (restarted): load it (on every primary of a
+            # cluster) and send the pipeline again; what it writes can be written twice.
+            await self.redis.script_load(_REFRESH_LUA)
+            found = await self._refresh_pipeline(calls, watchers, expiry_ms)
+        done = found[len(found) - len(calls):]
+        return {table_id for table_id, ok in zip(scripted, done, strict=True) if not ok}
+
+    async def _refresh_pipeline(self, calls: Sequence[tuple[list[str], list[Any]]],
+                                watchers: Mapping[str, Sequence[str]],
+                                expiry_ms: int) -> list[Any]:
         async with self.redis.pipeline(transaction=False) as pipe:
             for table_id, members in watchers.items():
                 if members:
                     key = TableKeys(table_id).watchers
                     pipe.zadd(key, dict.fromkeys(members, expiry_ms))
                     pipe.pexpireat(key, expiry_ms)
-            for table_id, fields in presence.items():
-                for field, value in fields.items():
-                    pipe.hset(TableKeys(table_id).presence, field, value)
-            await pipe.execute()
+            for keys, args in calls:
+                pipe.evalsha(self._refresh.sha, len(keys), *keys, *args)
+            return list(await pipe.execute())
 
     async def recent_chat(self, table_id: str) -> list[bytes]:
         """The recent chat frames of the table, oldest first."""

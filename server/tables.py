@@ -107,6 +107,9 @@ class Change:
     # A move that keeps its hand going, as it can be appended to the stored state
     # (server.record `move_entry`); None for any other change.
     move: bytes | None = None
+    # The token change hands a seat to someone asking for it (a join, a resume): refused once
+    # the table has had its seat changes (TableService ``max_seat_changes``).
+    takes_seat: bool = False
 
 
 def _from_notice(cached: Loaded | None, version: int, state: bytes | None,
@@ -136,6 +139,18 @@ def unknown_table(table_id: str) -> Rejected:
 def seat_left() -> Rejected:
     return Rejected("seat_left", "this seat's token is no longer valid: the seat was left",
                     status=403)
+
+
+def too_many_seat_changes(cap: int, version: int) -> Rejected:
+    return Rejected("too_many_seat_changes",
+                    f"this table has had its {cap} seat changes (joins, leaves, resumes) and "
+                    "takes no more seats", status=409, version=version)
+
+
+def seat_holders(record: TableRecord) -> set[str]:
+    """The identities that hold a seat a person plays at the table (server.identity)."""
+    return {seat.owner for seat in record.seats
+            if seat.owner is not None and seat.taken and seat.bot is None}
 
 
 def turn_started(before: TableRecord | None, after: TableRecord) -> int | None:
@@ -218,6 +233,10 @@ class TableService:
     ahead winning (`hand_limit`; None: no limit).
     ``seat_connect_s``: a waiting table's seat whose person has not been connected for this long
     (never, since taking it) is freed.
+    ``max_seat_changes``: the seat changes a table takes over its life (joins, leaves, seats
+    freed, new tokens: each a version); beyond them a join or resume is refused
+    (too_many_seat_changes) and a change that keeps the table waiting no longer renews its
+    ``waiting_ttl_s``.
     ``next_hand_s`` (``next_hand_turn_s`` at a table with a turn clock): after a hand ends the
     table stays on it, no clock running, until every connected person has sent ``ready`` or
     this long has passed; 0 deals the next hand at once (with the move that ended the last).
@@ -233,12 +252,13 @@ class TableService:
                  seat_connect_s: float = 60.0, archive: bool = False,
                  notice_frames_max: int = 16384, next_hand_s: float = 0.0,
                  next_hand_turn_s: float = 0.0, append_max: int = 64,
-                 max_hands: int | None = None) -> None:
+                 max_hands: int | None = None, max_seat_changes: int = 500) -> None:
         self.store = Store(redis, history_limit=history_limit,
                            notice_frames_max=notice_frames_max)
         self.bot_delay_ms = bot_delay_ms
         self.clock = clock
         self.seat_connect_ms = max(1, round(seat_connect_s * 1000))
+        self.max_seat_changes = max(1, max_seat_changes)
         self.lifetime_ms = {WAITING: max(1, round(waiting_ttl_s * 1000)), PLAYING: 0,
                             FINISHED: max(1, round(retention_s * 1000))}
         self.retention_ms = self.lifetime_ms[FINISHED]
@@ -635,6 +655,12 @@ class TableService:
         lifetime: int | Literal["keep"] = "keep" if status == PLAYING \
             and loaded.record.status == PLAYING and loaded.version > 0 \
             else self.lifetime_ms.get(status, 0)
+        # A seat's token changing counts against the table's seat changes: past them, a seat
+        # is handed to nobody, and a change that keeps the table waiting renews nothing.
+        seat_changes: tuple[int, Literal["refuse", "keep", ""]] | None = None
+        if change.token is not None and isinstance(change.token[1], int):
+            seat_changes = (self.max_seat_changes, "refuse" if change.takes_seat
+                            else "keep" if status == WAITING else "")
         listening = self.listening
         subscribed = listening.begin_commit(table_id) if listening is not None else None
         try:
@@ -642,7 +668,8 @@ class TableService:
                 table_id, loaded.version, state, meta, frames, append=entry is not None,
                 client=client, token=change.token, require=require, lifetime_ms=lifetime,
                 # tables without bots or clocks leave the deadlines alone
-                due_ms=due if due is not None or had_due else "keep", subscribed=subscribed)
+                due_ms=due if due is not None or had_due else "keep", subscribed=subscribed,
+                seat_changes=seat_changes)
         finally:
             if subscribed and listening is not None:
                 listening.end_commit(table_id)
@@ -650,6 +677,8 @@ class TableService:
             return result.version
         if result.outcome == "revoked":
             raise seat_left()
+        if result.outcome == "closed":
+            raise too_many_seat_changes(self.max_seat_changes, result.version)
         if result.outcome == "stale":
             return None
         self._remember(table_id, new)
@@ -670,7 +699,37 @@ class TableService:
             # slots): a failure here is repaired when the lobby is next listed.
             with contextlib.suppress(RedisError):
                 await self.store.index_public(table_id, change.record.created_ms, status)
+        ended = status == FINISHED and loaded.record.status != FINISHED
+        if loaded.version > 0 and (change.record.seats is not loaded.record.seats or ended):
+            await self._unseat(table_id, version, loaded.record, change.record)
         return version
+
+    async def _unseat(self, table_id: str, version: int, before: TableRecord,
+                      after: TableRecord) -> None:
+        """After a commit: take the table out of the list of tables (`Store.seated_tables`) of
+        each identity that held a seat there and holds none now (left, freed for want of a
+        connection, handed to a stand-in bot or to the guest's new account), and, when the
+        game ended, of its guests' (an account's finished games stay listed until read: a
+        log out everywhere revokes their tokens too). The lists are global keys, in other
+        cluster slots: should the identity take a seat there again meanwhile, whose own
+        listing this could undo, the table is read again and the seat listed again. Best
+        effort, like the lobby index: an entry left behind is dropped when its list is read."""
+        gone = seat_holders(before) - seat_holders(after)
+        if after.status == FINISHED:
+            gone |= {owner for owner in seat_holders(before) if player_of(owner) is None}
+        if not gone:
+            return
+        try:
+            for identity in gone:
+                await self.store.drop_seated(identity, [table_id])
+            if await self.store.version(table_id) == version:
+                return
+            record = (await self.load(table_id)).record
+            if record.status != FINISHED:
+                for identity in gone & seat_holders(record):
+                    await self.store.add_seated(identity, table_id, self.now_ms())
+        except (RedisError, OSError, Rejected) as exc:
+            log.info("seat index of %s not updated: %r", table_id, exc)
 
     def _your_turn(self, before: TableRecord | None, after: TableRecord) -> None:
         """Tell the account whose turn this commit started ("your_turn", server.inbox)."""
@@ -770,7 +829,7 @@ class TableService:
             if all(s.taken for s in seats):
                 record = self._start(record)
                 events.append({"type": "table", "status": PLAYING})
-            return Change(record, events, ("set", chosen, hashed))
+            return Change(record, events, ("set", chosen, hashed), takes_seat=True)
 
         async with unavailable_on_redis_error():
             # The token's hash names this join, so a retried commit is recognised as done.
@@ -856,7 +915,9 @@ class TableService:
             if len(mine) <= nth or (record.status == FINISHED and not finished):
                 raise Rejected("not_seated", "you hold no seat at this table", status=403)
             held[:] = mine[nth:nth + 1]
-            return Change(record, [], ("set", mine[nth], hashed))
+            # A revocation (``finished``: every token of an account whose sessions end) is
+            # made whatever the table's seat changes; a resume is one more seat handed out.
+            return Change(record, [], ("set", mine[nth], hashed), takes_seat=not finished)
 
         async with unavailable_on_redis_error():
             await self.write(table_id, change, client=(-1, "resume:" + hashed[:32]))

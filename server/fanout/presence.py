@@ -3,7 +3,8 @@ newest.
 
 Owns: this process's presence fields (``<process>:<connection>`` -> ``<seat>:<expiry ms>``)
 and their renewal every third of RECONNECT_WINDOW_S (with the spectator slots of server.crowd
-and the seats' ``seen`` times the scheduler reads), the claim number of each local seat
+and the seats' ``seen`` times the scheduler reads; presence and ``seen`` only while the table
+exists, with its lifetime), the claim number of each local seat
 socket (a newer claim of the same seat replaces an older connection, in any process), and the
 presence frames sent to the sockets.
 """
@@ -138,8 +139,10 @@ class Presence:
                                 fields.setdefault(table.id, {})[self._field(conn)] = \
                                     f"{conn.seat}:{expiry}"
                                 seen.setdefault(table.id, {})[conn.seat] = expiry
-                    await self.store.refresh_presence(fields, watchers, expiry)
-                    await self.store.refresh_seen(seen)
+                    # Written only while each table exists, with its lifetime: a socket left
+                    # open on a table that expired (nobody joined; a finished game past
+                    # RETENTION) writes nothing of it again.
+                    await self.store.refresh_presence(fields, seen, watchers, expiry)
                 except (RedisError, OSError) as exc:
                     redis_error(self.metrics, exc, None)
                 await asyncio.sleep(0)

@@ -22,12 +22,18 @@
 --       the committing process, which delivers to its own sockets itself, says 1 when it is a
 --       subscriber and 0 when not, and a notice nobody else would read is not sent,
 --       21 "1" when ARGV[2] is a move to append to the stored state rather than the state
---       (the notice then carries it as a fifth element, its state nil)
+--       (the notice then carries it as a fifth element, its state nil),
+--       22 the seat changes the table takes ("" or absent: this commit changes no seat's
+--       token): the commit counts as one more of them (field "!seats" of the client ids),
+--       and once the table has had that many, 23 says what becomes of it: "refuse" (nothing
+--       written: {"closed", current version}), "keep" (made, every key's lifetime left as it
+--       is), "" (made as asked)
 -- A token op also writes the field "!tok" = its field into the version's stream entry: every
 -- socket that authenticated with that seat's token before this version is closed before it is
 -- shown this version.
 -- Returns {"ok", new version} | {"stale", current version} | {"dup", version first accepted}
 --       | {"revoked", current version}: the seat's token is no longer ARGV[11]
+--       | {"closed", current version}: the table has had its seat changes (ARGV[22])
 if ARGV[6] ~= '' then
   local prior = redis.call('HGET', KEYS[6], ARGV[6])
   if prior then
@@ -41,9 +47,18 @@ end
 if current ~= tonumber(ARGV[1]) then
   return {'stale', current}
 end
+local n = tonumber(ARGV[13])
+local after = 13 + 2 * n
+local ttl = tonumber(ARGV[12])
+local seat_changes = tonumber(ARGV[after + 9] or '')
+if seat_changes then
+  if tonumber(redis.call('HGET', KEYS[6], '!seats') or '0') >= seat_changes then
+    if ARGV[after + 10] == 'refuse' then return {'closed', current} end
+    if ARGV[after + 10] == 'keep' then ttl = -1 end
+  end
+end
 local v = current + 1
 local id = '0-' .. string.format('%d', v)
-local ttl = tonumber(ARGV[12])
 local function set(key, value)  -- leaving the lifetimes (ttl < 0), a SET keeps the key's too
   if ttl < 0 then redis.call('SET', key, value, 'KEEPTTL') else redis.call('SET', key, value) end
 end
@@ -54,8 +69,6 @@ if ARGV[7] == 'set' then
 elseif ARGV[7] == 'del' then
   redis.call('HDEL', KEYS[4], ARGV[8])
 end
-local n = tonumber(ARGV[13])
-local after = 13 + 2 * n
 local appended = ARGV[after + 8] == '1'
 if appended then
   redis.call('APPEND', KEYS[2], ARGV[2])  -- keeps the key's lifetime
@@ -86,6 +99,9 @@ else
 end
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[6], ARGV[6], v)
+end
+if seat_changes then
+  redis.call('HINCRBY', KEYS[6], '!seats', 1)
 end
 if ttl >= 0 then
   for i = 1, tablekeys do
