@@ -64,7 +64,7 @@ finally:
 class Server:
     def __init__(
         self, redis_url: str, env: dict[str, str], log: Path, profile: Path | None = None,
-        python: str = sys.executable,
+        python: str = sys.executable, command: list[str] | None = None,
     ) -> None:
         self.port = free_port()
         self.log = log
@@ -82,9 +82,10 @@ class Server:
                     # scripted players move on at once: no pause between hands
                     "NEXT_HAND_S": "0", **env}
         with log.open("ab") as out:
-            command = [python, "-m", "server"]
-            if profile is not None:
-                command = [python, "-c", PROFILED, str(profile)]
+            if command is None:
+                command = [python, "-m", "server"]
+                if profile is not None:
+                    command = [python, "-c", PROFILED, str(profile)]
             self.proc = subprocess.Popen(command, cwd=REPO, env=full_env, stdout=out, stderr=out)
         self.base_rss_kb = 0  # before the websockets connect (tables already made)
         self.connected_rss_kb = 0  # once every websocket has its snapshot
@@ -108,9 +109,11 @@ class Server:
             pass
         return 0
 
-    async def wait_healthy(self) -> None:
-        async with httpx.AsyncClient() as http:
-            for _ in range(400):
+    async def wait_healthy(self, timeout_s: float = 20.0) -> None:
+        async with httpx.AsyncClient(timeout=max(5.0, timeout_s / 10)) as http:
+            for _ in range(round(timeout_s / 0.05)):
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the server exited ({self.proc.returncode}): {self.log}")
                 with contextlib.suppress(httpx.HTTPError):
                     if (await http.get(self.url + "/healthz")).status_code == 200:
                         self.base_rss_kb = self.rss_kb()
@@ -221,12 +224,13 @@ class Client:
                 if not future.done():
                     future.set_exception(websockets.ConnectionClosed(None, None))
 
-    async def move(self, move: dict[str, Any], client_id: str) -> dict[str, Any]:
+    async def move(self, move: dict[str, Any], client_id: str,
+                   timeout_s: float = 30.0) -> dict[str, Any]:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.answers[client_id] = future
         await self.socket.send(msgpack.packb(
             {"t": "move", "id": client_id, "v": self.v, "move": move}))
-        return await asyncio.wait_for(future, 30)
+        return await asyncio.wait_for(future, timeout_s)
 
 
 class Table:
@@ -250,48 +254,62 @@ class Table:
 
     async def play(self, pace: float, deadline: float) -> None:
         await asyncio.sleep(random.uniform(0, pace))
-        seats = {c.seat: c for c in self.clients if c.seat is not None}
         next_at = time.perf_counter()
         while time.perf_counter() < deadline:
-            doc = self.clients[0].doc
-            assert doc is not None
-            game = doc["game"]
-            if game is None or game["game_over"]:
-                self.stats.games_finished += game is not None and game["game_over"]
+            outcome = await self.step()
+            if outcome in ("over", "failed"):
                 return
-            mover = seats[game["turn"]]
-            # every client must hold the current version before the next move
-            legal = mover.doc["game"]["legal"] if mover.doc else []
-            if not legal:
+            if outcome == "wait":
                 await asyncio.sleep(0.01)
                 continue
-            self.sent += 1
-            new_v = mover.v + 1
-            done = asyncio.Event()
-            sent = time.perf_counter()
-            self.waiting[new_v] = (sent, len(self.clients), done)
-            try:
-                answer = await mover.move(legal[0], f"m{self.sent}")
-            except websockets.ConnectionClosed as exc:
-                self.stats.errors += 1
-                self.stats.closed.append(str(exc))
-                return
-            except TimeoutError:
-                self.stats.errors += 1
-                return
-            if answer["t"] == "accepted":
-                self.stats.ack_ms.append((time.perf_counter() - sent) * 1000)
-                self.stats.moves += 1
-                try:
-                    await asyncio.wait_for(done.wait(), 30)
-                except TimeoutError:
-                    self.stats.errors += 1
-            else:
-                code = answer["code"]
-                self.stats.rejected[code] = self.stats.rejected.get(code, 0) + 1
-            self.waiting.pop(new_v, None)
             next_at += pace
             await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+
+    async def step(self, timeout_s: float = 30.0) -> str:
+        """One move (the first legal one) by the seat to move, then the wait until every client
+        of the table holds the new version. "moved" (accepted), "rejected", "wait" (the mover's
+        document shows no legal move yet), "over" (no game, or the game ended: counted as
+        finished) or "failed" (the socket closed or an answer timed out)."""
+        doc = self.clients[0].doc
+        assert doc is not None
+        game = doc["game"]
+        if game is None or game["game_over"]:
+            self.stats.games_finished += game is not None and game["game_over"]
+            return "over"
+        seats = {c.seat: c for c in self.clients if c.seat is not None}
+        mover = seats[game["turn"]]
+        # every client must hold the current version before the next move
+        legal = mover.doc["game"]["legal"] if mover.doc else []
+        if not legal:
+            return "wait"
+        self.sent += 1
+        new_v = mover.v + 1
+        done = asyncio.Event()
+        sent = time.perf_counter()
+        self.waiting[new_v] = (sent, len(self.clients), done)
+        try:
+            answer = await mover.move(legal[0], f"m{self.sent}", timeout_s)
+        except websockets.ConnectionClosed as exc:
+            self.stats.errors += 1
+            self.stats.closed.append(str(exc))
+            return "failed"
+        except TimeoutError:
+            self.stats.errors += 1
+            return "failed"
+        outcome = "moved"
+        if answer["t"] == "accepted":
+            self.stats.ack_ms.append((time.perf_counter() - sent) * 1000)
+            self.stats.moves += 1
+            try:
+                await asyncio.wait_for(done.wait(), timeout_s)
+            except TimeoutError:
+                self.stats.errors += 1
+        else:
+            code = answer["code"]
+            self.stats.rejected[code] = self.stats.rejected.get(code, 0) + 1
+            outcome = "rejected"
+        self.waiting.pop(new_v, None)
+        return outcome
 
 
 def histogram_quantiles(text: str, name: str) -> tuple[float, float]:
