@@ -287,6 +287,38 @@ def pack(frame: Mapping[str, object]) -> bytes:
     return msgpack.packb(frame, use_bin_type=True)
 
 
+Packed = dict[int, tuple[object, bytes]]
+"""Items of frames already packed, by identity: id(item) -> (the item, its bytes)."""
+
+_PACKER = msgpack.Packer(use_bin_type=True)  # `pack_diff`'s, on the event loop's thread only
+_DIFF_HEAD = bytes(_PACKER.pack_map_header(4) + _PACKER.pack("t") + _PACKER.pack("diff")
+                   + _PACKER.pack("v"))
+_OPS_KEY = bytes(_PACKER.pack("ops"))
+_EV_KEY = bytes(_PACKER.pack("ev"))
+
+
+def pack_diff(v: int, ops: Sequence[object], ev: Sequence[object], packed: Packed) -> bytes:
+    """`pack(diff(v, ops, ev))`, the very same bytes, built from each op's and each event's
+    own encoding (a msgpack array is its header followed by its items'): an item found in
+    ``packed`` (by identity) is not packed again. The frames of one version share ``packed``:
+    its audiences' ops and events are largely the very same objects. Not thread-safe (one
+    packer): call it on the event loop's thread."""
+    parts = [_DIFF_HEAD, _PACKER.pack(v), _OPS_KEY, _PACKER.pack_array_header(len(ops))]
+    _pack_items(ops, parts, packed)
+    parts += (_EV_KEY, _PACKER.pack_array_header(len(ev)))
+    _pack_items(ev, parts, packed)
+    return b"".join(parts)
+
+
+def _pack_items(items: Sequence[object], parts: list[bytes], packed: Packed) -> None:
+    pack = _PACKER.pack
+    for item in items:
+        found = packed.get(id(item))
+        if found is None or found[0] is not item:
+            found = packed[id(item)] = (item, pack(item))
+        parts.append(found[1])
+
+
 def welcome(table: str, seat: int | None, v: int) -> Frame:
     return {"t": "welcome", "proto": PROTO, "table": table, "seat": seat, "v": v}
 

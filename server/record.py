@@ -268,8 +268,9 @@ class TableRecord:
             return None
         out: dict[str, list[Op]] = {}
         done: dict[int, list[Op]] = {}  # the fields every audience shares: each diffed once
+        head: Op = ["=", ["v"], version]
         for audience, fields in zip(names, changes, strict=True):
-            ops: list[Op] = [["=", ["v"], version]]
+            ops: list[Op] = [head]
             for field in fields:
                 found = done.get(id(field))
                 if found is None:

@@ -642,9 +642,10 @@ class TableService:
             shared: Memo = {}  # the audiences' documents share parts: each is compared once
             ops_of = {audience: diff(self._doc(loaded, audience), doc, shared)
                       for audience, doc in docs.items()}
-        frames = {audience: protocol.pack(protocol.diff(
-            version, ops, engine.redact_events(change.events, audience_viewer(audience, players))))
-            for audience, ops in ops_of.items()}
+        packed: protocol.Packed = {}  # what the audiences' frames share is packed once
+        frames = {audience: protocol.pack_diff(
+            version, ops, engine.redact_events(change.events, audience_viewer(audience, players)),
+            packed) for audience, ops in ops_of.items()}
         now = self.now_ms()
         meta = lobby_meta(loaded.record if loaded.version > 0 else None, change.record)
         status = change.record.status

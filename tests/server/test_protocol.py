@@ -232,6 +232,26 @@ def test_the_builders_give_the_documented_frames_in_their_key_order() -> None:
         assert msgpack.unpackb(protocol.pack(built), raw=False) == documented
 
 
+def test_a_diff_packed_from_its_items_is_the_frame_packed_whole() -> None:
+    turn = ["=", ["game", "turn"], 1]
+    layout = ["+", ["game", "layout"], [{"tile": "6-4", "parent": 0, "side": "left"}]]
+    play = {"type": "play", "seat": 0, "tile": "6-4"}
+    many = [["=", ["game", "scores", k], k * 300] for k in range(20)]  # a 16-bit array header
+    audiences = [
+        ([["=", ["v"], 13], turn, layout, ["=", ["game", "hand"], ["6-6", "2-1"]]], [play]),
+        ([["=", ["v"], 13], turn, layout], [play, {"type": "draw", "seat": 1}]),
+        ([turn, *many, layout, turn], []),
+        ([], [play]),
+    ]
+    packed: protocol.Packed = {}
+    for version in (13, 70_000, 2**40):
+        for ops, events in audiences:
+            whole = protocol.pack(protocol.diff(version, ops, events))
+            assert protocol.pack_diff(version, ops, events, packed) == whole
+            assert protocol.pack_diff(version, ops, events, {}) == whole
+    assert packed[id(turn)] == (turn, msgpack.packb(turn, use_bin_type=True))
+
+
 def test_connection_still_exports_close_and_pack() -> None:
     from server.connection import pack
 
