@@ -1188,7 +1188,7 @@ class TableService:
         # A move that keeps its hand going is committed as itself, appended to the stored
         # state; `TableRecord.replayed` turns it into this same record again.
         entry = move_entry(seat, move, now) if keeps_hand(record.game, game) else None
-        record = replace(record, game=game)
+        record = record.with_game(game)
         if extra_event is not None:
             events = [extra_event, *events]
         if game.game_over:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import msgpack
 import pytest
@@ -123,3 +123,20 @@ def test_a_state_blob_with_its_rounds_inline_still_loads() -> None:
     data = msgpack.unpackb(record.to_blob())
     data["game"]["past"] = engine.past_to_data(record.game.table.past)
     assert TableRecord.from_blob(msgpack.packb(data)) == record
+
+
+def test_a_record_with_another_game_is_the_record_replace_gives() -> None:
+    records = played_records("all-fives", 2, seed=12)
+    record = replace(
+        records[5], clock=None, result={"winner": 1}, invite_hash="h" * 64, started_ms=17,
+        ratings=({"seat": 0},), next_hand={"deadline": 5, "ready": [1]},
+        rematch={"accepted": [0], "table": None})
+    assert {f.name for f in fields(TableRecord)} == set(TableRecord.__slots__)
+    moved = record.with_game(records[6].game)
+    assert type(moved) is TableRecord
+    assert moved == replace(record, game=records[6].game)
+    assert all(getattr(moved, f.name) is getattr(record, f.name)
+               for f in fields(TableRecord) if f.name != "game")
+    assert moved.game is records[6].game
+    with pytest.raises(AttributeError):
+        moved.game = records[5].game  # type: ignore[misc]  # frozen like any TableRecord
