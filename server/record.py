@@ -68,6 +68,13 @@ def audiences(players: int) -> list[str]:
     return [str(seat) for seat in range(players)] + [SPECTATORS]
 
 
+@functools.cache
+def _audience_viewers(players: int) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+    """(`audiences`, the engine viewer of each) of a table of ``players``."""
+    names = audiences(players)
+    return tuple(names), tuple(audience_viewer(name, players) for name in names)
+
+
 @dataclass(frozen=True, slots=True)
 class TableRecord:
     id: str
@@ -286,9 +293,8 @@ class TableRecord:
         only the documents tell)."""
         if self.status != PLAYING or before.status != PLAYING or not self._same_table(before):
             return None
-        names = audiences(self.config.players)
-        changes = engine.view_changes(
-            before.game, self.game, [audience_viewer(aud, self.config.players) for aud in names])
+        names, viewers = _audience_viewers(self.config.players)
+        changes = engine.view_changes(before.game, self.game, viewers)
         if changes is None:
             return None
         out: dict[str, list[Op]] = {}
@@ -299,12 +305,22 @@ class TableRecord:
             for field in fields:
                 found = done.get(id(field))
                 if found is None:
-                    if field[0] == "+":
+                    kind = field[0]
+                    if kind == "+":
                         found = [["+", ["game", field[1]], field[2]]]
-                    elif field[0] == "emptied":  # §3: `=` with [] is no longer than `~` to 0
+                    elif kind == "emptied":  # §3: `=` with [] is no longer than `~` to 0
                         found = [["=", ["game", field[1]], []]]
-                    else:
-                        found = diff_at(field[2], field[3], ("game", field[1]))
+                    else:  # `diff_at`, without a call for a value that is no map or list
+                        was, now = field[2], field[3]
+                        leaf = type(was)
+                        if was is now:
+                            found = []
+                        elif leaf is not type(now):
+                            found = [["=", ["game", field[1]], now]]
+                        elif leaf is dict or leaf is list:
+                            found = diff_at(was, now, ("game", field[1]))
+                        else:
+                            found = [["=", ["game", field[1]], now]] if was != now else []
                     done[id(field)] = found
                 ops += found
             out[audience] = ops
