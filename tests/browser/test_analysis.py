@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,10 @@ def move_text(move: dict[str, Any]) -> str:
 def loss_text(entry: dict[str, Any]) -> str:
     if entry["chosen"] == 0 or entry["loss"] <= 0:
         return "best move"
-    return f"{MINUS}{round(entry['loss'], 1):g} points" + (", blunder" if entry["blunder"] else "")
+    # the client rounds as JavaScript's toFixed does: the exact binary value, a tie upwards
+    # (11.25 shows as 11.3, where Python's round gives 11.2)
+    shown = Decimal(entry["loss"]).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP).normalize()
+    return f"{MINUS}{shown:f} points" + (", blunder" if entry["blunder"] else "")
 
 
 @pytest.fixture(scope="module")
