@@ -126,7 +126,7 @@ export function reduce(state, msg) {
       return {
         ...state,
         pending: null,
-        rejected: { id: msg.id, code: msg.code, message: msg.message ?? msg.code },
+        rejected: { id: msg.id, code: msg.code, message: msg.message ?? msg.code, ...offlineMove(state) },
       };
     case "error":
       return { ...state, error: { code: msg.code, message: msg.message ?? msg.code } };
@@ -150,11 +150,27 @@ export function reduce(state, msg) {
         closed: msg.closed ?? null,
       };
     case "local/move":
-      return { ...state, pending: { id: msg.id, v: msg.v, move: msg.move }, rejected: null };
+      return {
+        ...state, pending: { id: msg.id, v: msg.v, move: msg.move, resent: false, staleAt: null },
+        rejected: null,
+      };
+    case "local/resend":
+      // the pending move goes out again after a reconnect (same id), at version `v`
+      if (!state.pending) return state;
+      return { ...state, pending: { ...state.pending, v: msg.v ?? state.pending.v, resent: true, staleAt: null } };
+    case "local/stale":
+      // the server refused the resent move as stale: the table is at `v`, to be judged once held
+      if (!state.pending || state.pending.id !== msg.id) return state;
+      return { ...state, pending: { ...state.pending, staleAt: msg.v } };
+    case "local/refuse":
+      // the pending move may not be played any more (`code`: why): it is dropped, and said so
+      if (!state.pending) return state;
+      return {
+        ...state, pending: null,
+        rejected: { id: state.pending.id, code: msg.code, message: msg.code, ...offlineMove(state) },
+      };
     case "local/reset":
       return { ...state, v: null, doc: null, gap: null, ev: [], broken: false };
-    case "local/unpend":
-      return { ...state, pending: null };
     case "local/dismiss":
       return { ...state, rejected: null, error: null };
     default:
@@ -180,6 +196,12 @@ function reduceDiff(state, msg) {
     return { ...state, gap: state.v, broken: true };
   }
   return { ...state, v: msg.v, doc, gap: null, ev: msg.ev ?? [] };
+}
+
+/** What a refusal of the pending move notes when that move waited for the connection: the
+ * move, so that the player is told which one was not played. */
+function offlineMove(state) {
+  return state.pending?.resent ? { move: state.pending.move, offline: true } : {};
 }
 
 /** The spectators a presence frame counts (`spectators`, a number or a list), else null. */
@@ -208,6 +230,21 @@ export function canMove(state) {
       Array.isArray(game.legal) && game.legal.length > 0 && !game.game_over &&
       state.doc?.table?.status !== "finished" && !state.closed,
   );
+}
+
+/** True when `move` may be played now by this audience, whatever is pending: its seat is to
+ * move, the game is on and `move` is one of the `legal` moves. */
+export function mayPlay(state, move) {
+  const game = gameOf(state);
+  if (!game || state.seat === null || game.turn !== state.seat || game.game_over ||
+    state.doc?.table?.status === "finished" || state.closed) return false;
+  return (game.legal ?? []).some((m) => sameMove(m, move));
+}
+
+/** Two moves are the same: a play's `on` left out is the `null` of a lead. */
+function sameMove(a, b) {
+  return Boolean(a.draw) === Boolean(b.draw) && Boolean(a.pass) === Boolean(b.pass) &&
+    (a.play ?? null) === (b.play ?? null) && (a.on ?? null) === (b.on ?? null);
 }
 
 /** Legal plays grouped by tile: {"5-3": [on, ...]} (on is null for a lead). */

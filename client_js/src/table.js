@@ -2,15 +2,16 @@
  * The table page (#/t/<id>): wires the socket, the store and the table view. Holds the
  * little UI state that is not the server's (the tile being placed, the hand summaries
  * already seen), turns clicks into move frames, resends a move left unanswered by a
- * dropped connection (same id, applied once), and asks for a sync when the store sees
- * a gap. It notes the table's deal commitment while the game is on and, once the game is
- * over, checks the seed its transcript reveals against it (fair.js). All game decisions
- * come from the server's `legal` list.
+ * dropped connection (same id, applied once; played at the new version when the table moved
+ * on and it still may be, else the player is told it was not played), and asks for a sync
+ * when the store sees a gap. It notes the table's deal commitment while the game is on
+ * and, once the game is over, checks the seed its transcript reveals against it (fair.js).
+ * All game decisions come from the server's `legal` list.
  */
 import { api, forgetSeat, playerName, savedSeat, saveSeat, setPlayerName } from "./api.js";
 import { checkDeal, rememberCommitment, seenCommitment } from "./fair.js";
 import { TableSocket } from "./socket.js";
-import { canMove, initialState, playsByTile, reduce, sinceVersion } from "./store.js";
+import { canMove, initialState, mayPlay, playsByTile, reduce, sinceVersion } from "./store.js";
 import { loadMeta } from "./lobby.js";
 import { gameInfo } from "./rules_panel.js";
 import { TableView } from "./view/table.js";
@@ -61,7 +62,13 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
   };
 
   function dispatch(msg) {
-    state = reduce(state, msg);
+    const p = state.pending;
+    if (msg.t === "rejected" && msg.code === "stale_version" && p?.resent && p.id === msg.id) {
+      // the move that waited for the connection came too late for its version: judged below
+      state = reduce(state, { t: "local/stale", id: msg.id, v: msg.v ?? state.v });
+    } else {
+      state = reduce(state, msg);
+    }
     if (msg.t === "hint" || (msg.t === "error" && ui.hintAsked !== null)) ui.hintAsked = null;
     if (msg.t === "welcome") resumeTo = msg.v;
     if (state.broken && socket) {
@@ -118,14 +125,35 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
     }
     pausedAfter = paused;
     keepDrawing();
-    if (state.pending && resumeTo !== null && state.v !== null && state.v >= resumeTo) {
-      // caught up after a reconnect: resend a move nobody answered, or drop it
-      const p = state.pending;
-      resumeTo = null;
-      if (p.v === state.v) socket.send({ t: "move", id: p.id, v: p.v, move: p.move });
-      else state = reduce(state, { t: "local/unpend" });
-    } else if (resumeTo !== null && state.v !== null && state.v >= resumeTo) {
-      resumeTo = null;
+    resendPending();
+  }
+
+  /**
+   * A move nobody answered (made while the connection was down, or sent just before it
+   * dropped) goes out again, with its id, once the page has caught up after a reconnect: the
+   * server applies it at most once and answers `accepted` or `rejected`. Refused because the
+   * table moved on meanwhile, it is sent again at the version now held when it still may be
+   * played (the seat to move, the move legal); else it is dropped and the notice says so.
+   */
+  function resendPending() {
+    const caughtUp = resumeTo !== null && state.v !== null && state.v >= resumeTo;
+    if (caughtUp) resumeTo = null;
+    const p = state.pending;
+    if (!p) return;
+    if (p.staleAt !== null) {
+      if (state.v === null || state.v < p.staleAt) return; // the versions it missed are coming
+      if (mayPlay(state, p.move)) {
+        state = reduce(state, { t: "local/resend", v: state.v });
+        socket.send({ t: "move", id: p.id, v: state.v, move: p.move });
+        return;
+      }
+      const game = state.doc?.game;
+      const code = game?.game_over || state.doc?.table?.status === "finished" ? "game_over"
+        : state.doc?.table?.next_hand ? "between_hands" : "stale_version";
+      state = reduce(state, { t: "local/refuse", code });
+    } else if (caughtUp) {
+      state = reduce(state, { t: "local/resend" });
+      socket.send({ t: "move", id: p.id, v: p.v, move: p.move });
     }
   }
 

@@ -3,9 +3,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  applyOps, canMove, currentHint, initialState, playsByTile, reduce, sinceVersion,
+  applyOps, canMove, currentHint, initialState, mayPlay, playsByTile, reduce, sinceVersion,
 } from "../src/store.js";
-import { hintWords } from "../src/view/table.js";
+import { hintWords, notPlayedWords } from "../src/view/table.js";
 
 const fx = JSON.parse(readFileSync(new URL("./fixtures/protocol-examples.json", import.meta.url)));
 const clone = (x) => structuredClone(x);
@@ -175,10 +175,36 @@ test("connection state is a local action", () => {
   assert.equal(s.conn, "online");
 });
 
-test("a pending move can be dropped locally (superseded after a resume)", () => {
-  let s = reduce(seatedAtV12(), { t: "local/move", id: "m1", v: 12, move: { draw: true } });
-  s = reduce(s, { t: "local/unpend" });
+test("a resent pending move refused as stale waits to be judged, then is refused with its move", () => {
+  let s = reduce(seatedAtV12(), { t: "local/move", id: "m1", v: 12, move: { play: "5-3", on: "5-5" } });
+  s = reduce(s, { t: "local/resend" });
+  assert.equal(s.pending.resent, true);
+  s = reduce(s, { t: "local/stale", id: "m1", v: 14 });
+  assert.equal(s.pending.staleAt, 14);
+  s = reduce(s, { t: "local/resend", v: 14 });
+  assert.deepEqual([s.pending.v, s.pending.staleAt], [14, null]);
+  s = reduce(s, { t: "local/refuse", code: "stale_version" });
   assert.equal(s.pending, null);
+  assert.deepEqual(s.rejected.move, { play: "5-3", on: "5-5" });
+  assert.equal(notPlayedWords(s.rejected),
+    "Your move 5-3 was not played: the game moved on while you were offline.");
+  const ruled = reduce(reduce(reduce(seatedAtV12(), { t: "local/move", id: "m2", v: 12, move: { draw: true } }),
+    { t: "local/resend" }), { t: "rejected", id: "m2", code: "must_play", message: "a tile fits.", v: 12 });
+  assert.equal(notPlayedWords(ruled.rejected), "Your draw was not played: a tile fits.");
+});
+
+test("a move may be played only from the legal list, by the seat to move", () => {
+  const s = seatedAtV12();
+  const doc = clone(fx.document_v12);
+  doc.game.turn = 0;
+  doc.game.legal = [{ play: "6-6", on: null }, { play: "5-1", on: "5-5" }];
+  const mine = reduce(s, { t: "snapshot", v: 12, doc });
+  assert.equal(mayPlay(mine, { play: "6-6" }), true);
+  assert.equal(mayPlay(mine, { play: "5-1", on: "5-5" }), true);
+  assert.equal(mayPlay(mine, { play: "5-1", on: "6-6" }), false);
+  assert.equal(mayPlay(mine, { draw: true }), false);
+  doc.game.turn = 1;
+  assert.equal(mayPlay(reduce(s, { t: "snapshot", v: 12, doc }), { play: "6-6" }), false);
 });
 
 test("a hint holds for its version only", () => {

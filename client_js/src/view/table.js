@@ -23,6 +23,21 @@ const MOVE_WORDS = {
   not_your_turn: "It is not your turn.",
   stale_version: "The table moved on; try again.",
 };
+/** Why a move made while the connection was down was not played, by refusal code. */
+const OFFLINE_WORDS = {
+  stale_version: "the game moved on while you were offline",
+  not_your_turn: "the game moved on while you were offline",
+  game_over: "the game ended while you were offline",
+  between_hands: "the hand ended while you were offline",
+};
+
+/** "Your move 5-3 was not played: the game moved on while you were offline." */
+export function notPlayedWords(rejected) {
+  const m = rejected.move ?? {};
+  const what = m.draw ? "draw" : m.pass ? "pass" : `move ${m.play}`;
+  const why = OFFLINE_WORDS[rejected.code] ?? String(rejected.message ?? rejected.code).replace(/\.$/, "");
+  return `Your ${what} was not played: ${why}.`;
+}
 
 export class TableView {
   constructor(root, actions) {
@@ -426,7 +441,8 @@ export class TableView {
     const n = state.rejected ?? state.error;
     const box = this.dom.notice;
     if (n) {
-      fill(box, el("span", {}, MOVE_WORDS[n.code] ?? n.message),
+      const words = n.offline ? notPlayedWords(n) : MOVE_WORDS[n.code] ?? n.message;
+      fill(box, el("span", {}, words),
         el("button", { type: "button", class: "ghost", "aria-label": "dismiss",
           onclick: () => this.actions.dismiss() }, "×"));
     } else if (state.closed) {

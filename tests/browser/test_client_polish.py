@@ -1,0 +1,107 @@
+"""The table page in the corners a player runs into: a move made while the connection is down
+that the game moved past.
+
+As in test_player_review.py, every check reads the page as a player sees it: the notice under
+the hand, what the hand offers, what the game-over screen says, whether a click lands.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import DESKTOP, post_json
+from tests.browser.test_client import open_table, sit, version
+from tests.browser.test_feedback import wait_for_turn
+from tests.support.servers import ServiceProcess
+
+pytestmark = pytest.mark.browser
+
+NAMES = {"0": "ann", "1": "bob"}
+
+
+def two_people(service: ServiceProcess, browser: Browser, **options: Any) -> tuple[str, Page, Page]:
+    """A two-seat table of `options` with ann at seat 0 and bob at seat 1, each on a page."""
+    table = post_json(f"{service.url}/api/tables", {
+        "rules": "all-fives", "players": 2, "name": "Polish", **options,
+    })["id"]
+    ann = open_table(browser, service.url, table, **DESKTOP)
+    bob = open_table(browser, service.url, table, **DESKTOP)
+    sit(ann, 0, "ann")
+    sit(bob, 1, "bob")
+    for page in (ann, bob):
+        expect(page.locator(".hand .hand-tile")).to_have_count(7)
+    return table, ann, bob
+
+
+def lead_while_offline(page: Page) -> str:
+    """Takes the page offline and leads a tile from its hand (the hand's first move: every
+    tile may lead); returns the tile. The move waits, pending, for the connection."""
+    page.context.set_offline(True)
+    expect(page.locator("#conn")).not_to_have_attribute("data-state", "online")
+    tile = page.locator(".hand-tile.playable").first
+    played = tile.get_attribute("data-tile") or ""
+    tile.click()
+    expect(page.locator(".notice")).to_contain_text(
+        "Your move goes out once the connection is back")
+    return played
+
+
+def seat_of(page: Page) -> str:
+    return page.locator(".table-page").get_attribute("data-seat") or ""
+
+
+def test_a_move_made_offline_that_the_game_moved_past_is_refused_with_a_notice(
+    browser: Browser, service: ServiceProcess
+) -> None:
+    _, ann, bob = two_people(service, browser, clock={
+        "kind": "realtime", "move_s": 8, "reserve_s": 0}, on_timeout="bot")
+    page = wait_for_turn([ann, bob])
+    other = bob if page is ann else ann
+    tile = lead_while_offline(page)
+    # the page's clock runs out meanwhile: a bot moves for its seat, and the other seat is to move
+    expect(other.locator(".table-page.my-turn")).to_have_count(1, timeout=15_000)
+
+    page.context.set_offline(False)
+    expect(page.locator("#conn")).to_have_attribute("data-state", "online", timeout=15_000)
+    notice = page.locator(".notice")
+    expect(notice).to_contain_text(
+        f"Your move {tile} was not played: the game moved on while you were offline")
+    # the table shows where the game is now, and offers nothing until the seat's turn comes
+    expect(page.locator(".table-page")).to_have_attribute("data-v", version(other))
+    expect(page.locator(".hand-tile.playable")).to_have_count(0)
+    expect(page.locator(".buttons")).to_have_text(f"{NAMES[seat_of(other)]} to play")
+    expect(page.locator(".history li")).to_have_count(1)
+    notice.get_by_role("button", name="dismiss").click()
+    expect(notice).to_be_empty()
+
+
+def test_a_move_made_offline_is_played_when_it_still_may_be_though_the_table_moved_on(
+    browser: Browser, service: ServiceProcess
+) -> None:
+    table, ann, bob = two_people(service, browser)
+    page = wait_for_turn([ann, bob])
+    other = bob if page is ann else ann
+    name = NAMES[seat_of(page)]
+    tile = lead_while_offline(page)
+    before = int(version(page))
+    # the other player leaves: a bot takes the seat (a new version), and it is still our turn
+    token = other.evaluate("id => JSON.parse(localStorage.getItem(`allfives.seat.${id}`)).token",
+                           table)
+    post_json(f"{service.url}/api/tables/{table}/leave", {"token": token})
+    assert get_json(f"{service.url}/api/tables/{table}")["v"] > before
+
+    page.context.set_offline(False)
+    expect(page.locator("#conn")).to_have_attribute("data-state", "online", timeout=15_000)
+    expect(page.locator(".history")).to_contain_text(f"{name} played {tile}")
+    expect(page.locator(".hand .hand-tile")).to_have_count(6)
+    expect(page.locator(".notice")).to_be_empty()
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as res:
+        return json.loads(res.read())
