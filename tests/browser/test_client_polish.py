@@ -1,5 +1,5 @@
 """The table page in the corners a player runs into: a move made while the connection is down
-that the game moved past.
+that the game moved past, and the spectators' count.
 
 As in test_player_review.py, every check reads the page as a player sees it: the notice under
 the hand, what the hand offers, what the game-over screen says, whether a click lands.
@@ -17,6 +17,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests.browser.conftest import DESKTOP, post_json
 from tests.browser.test_client import open_table, sit, version
 from tests.browser.test_feedback import wait_for_turn
+from tests.browser.test_player_review import against_bot
 from tests.support.servers import ServiceProcess
 
 pytestmark = pytest.mark.browser
@@ -105,3 +106,19 @@ def test_a_move_made_offline_is_played_when_it_still_may_be_though_the_table_mov
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as res:
         return json.loads(res.read())
+
+
+def test_the_spectators_count_shows_only_while_somebody_watches(
+    browser: Browser, service: ServiceProcess
+) -> None:
+    table, page = against_bot(browser, service)
+    # the presence frame has come: the player's own seat shows connected
+    expect(page.locator('.me .seat-chip[data-pos="bottom"] .dot.on')).to_have_count(1)
+    watching = page.locator(".watching")
+    expect(watching).to_have_count(0)
+
+    watcher = open_table(browser, service.url, table, **DESKTOP)
+    expect(watcher.locator(".table-page")).to_have_attribute("data-seat", "spectator")
+    expect(watching).to_have_text("1 watching")
+    watcher.close()
+    expect(watching).to_have_count(0)

@@ -80,7 +80,8 @@ export class FeedbackView {
     this.focusHand(state);
   }
 
-  /** The draw toggle (players), the spectators' count and the seat to watch from. */
+  /** The draw toggle (players), the spectators' count (while somebody watches) and the seat
+   * to watch from. */
   drawTools(state, ui) {
     const game = state.doc?.game;
     const table = state.doc?.table;
@@ -93,7 +94,7 @@ export class FeedbackView {
         " Draw until playable"));
     }
     const n = state.watching;
-    if (typeof n === "number") {
+    if (typeof n === "number" && n >= 1) { // nobody watching: nothing to say
       out.push(el("span", { class: "watching", title: "spectators watching this table" },
         `${n} watching`));
     }
