@@ -47,6 +47,7 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
     closedDialog: null, // the dialog closed to look at the board (view/dialogs.js dialogKey)
     readySent: null, // the hand after which this seat said it is ready
     hintAsked: null, // the version a hint was asked for (practice tables), until it comes
+    forfeit: null, // how the game's forfeit came about, when seen: {seat, by: "time" | "leave"}
   };
   let pausedAfter = null; // the hand the table is paused after (table.next_hand), or null
   let autoDrawTimer = null;
@@ -107,7 +108,20 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
       });
   }
 
+  /** A forfeit's cause is in the events of the version that ended the game, not in the
+   * document: note it when that version comes (its `timeout` or `leave` of the seat). */
+  function noteForfeit() {
+    const result = state.doc?.table?.result;
+    if (result?.reason !== "forfeit" || ui.forfeit?.seat === result.seat) return;
+    for (const e of state.ev ?? []) {
+      if (e.seat !== result.seat) continue;
+      if (e.type === "timeout" && e.action === "forfeit") ui.forfeit = { seat: e.seat, by: "time" };
+      if (e.type === "leave" && !e.bot) ui.forfeit = { seat: e.seat, by: "leave" };
+    }
+  }
+
   function afterChange() {
+    noteForfeit();
     watchDeal();
     // the rematch table is made: a seated player claims the new seat and moves there
     if (state.doc?.table?.rematch?.table && state.seat !== null && state.seat !== undefined) onRematch(id);
@@ -279,6 +293,11 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
     async leave() {
       const mine = savedSeat(id);
       if (!mine) return;
+      const table = state.doc?.table;
+      // leaving a rated game forfeits it; this page watches the end as a spectator, without
+      // the version that says so
+      const forfeits = table?.rated && table.status === "playing" && state.seat !== null;
+      const seat = state.seat;
       try {
         await api.leave(id, mine.token);
       } catch (e) {
@@ -288,6 +307,7 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
           return;
         }
       }
+      if (forfeits) ui.forfeit = { seat, by: "leave" };
       forgetSeat(id);
       connect();
     },

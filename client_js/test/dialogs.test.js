@@ -1,7 +1,7 @@
 // The game-over dialog's replay link keeps a private table's invite.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { drawDialog } from "../src/view/dialogs.js";
+import { drawDialog, endReason } from "../src/view/dialogs.js";
 
 function overlay() {
   return { hidden: true, innerHTML: "", classList: { toggle() {} } };
@@ -31,4 +31,15 @@ test("a game ended by the hand limit says so and names the side ahead", () => {
     state: { seat: null }, name: (s) => `seat ${s}` });
   assert.match(o.innerHTML, /most hands a game may last/);
   assert.match(o.innerHTML, /seat 0/);
+});
+
+test("a forfeit says why when the page saw it, and only who forfeited otherwise", () => {
+  const name = (s) => ["ann", "bob"][s];
+  const result = { winner: 1, reason: "forfeit", seat: 0 };
+  assert.equal(endReason(result, { seat: 0, by: "time" }, name), "ann ran out of time and forfeited.");
+  assert.equal(endReason(result, { seat: 0, by: "leave" }, name), "ann left the game and forfeited.");
+  assert.equal(endReason(result, null, name), "ann forfeited the game.");
+  assert.equal(endReason(result, { seat: 1, by: "time" }, name), "ann forfeited the game.");
+  assert.match(endReason({ winner: null, reason: "abandoned", seat: null }, null, name), /abandoned/);
+  assert.equal(endReason({ winner: 0, reason: "game_end", seat: null }, null, name), null);
 });

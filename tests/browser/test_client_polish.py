@@ -1,5 +1,6 @@
 """The table page in the corners a player runs into: a move made while the connection is down
-that the game moved past, and the spectators' count.
+that the game moved past, the spectators' count, and what the game-over screen says about a
+forfeit.
 
 As in test_player_review.py, every check reads the page as a player sees it: the notice under
 the hand, what the hand offers, what the game-over screen says, whether a click lands.
@@ -17,7 +18,8 @@ from playwright.sync_api import Browser, Page, expect
 from tests.browser.conftest import DESKTOP, post_json
 from tests.browser.test_client import open_table, sit, version
 from tests.browser.test_feedback import wait_for_turn
-from tests.browser.test_player_review import against_bot
+from tests.browser.test_player_review import against_bot, lost_on_time
+from tests.browser.test_players import api, registered, take_seat, username
 from tests.support.servers import ServiceProcess
 
 pytestmark = pytest.mark.browser
@@ -122,3 +124,35 @@ def test_the_spectators_count_shows_only_while_somebody_watches(
     expect(watching).to_have_text("1 watching")
     watcher.close()
     expect(watching).to_have_count(0)
+
+
+def test_a_time_forfeit_says_the_clock_ran_out(browser: Browser, service: ServiceProcess) -> None:
+    page = lost_on_time(browser, service)
+    expect(page.locator(".game-over .reason")).to_have_text("ann ran out of time and forfeited.")
+
+
+def test_a_rated_game_left_says_the_player_left_not_that_time_ran_out(
+    browser: Browser, service: ServiceProcess
+) -> None:
+    ann_name, bob_name = username("ann"), username("bob")
+    ann = registered(browser, service, ann_name)
+    table = api(ann, "POST", "/api/tables", {"rules": "all-fives", "players": 2, "rated": True,
+                                             "name": "Rated polish"}, status=201)["id"]
+    ann.goto(f"{service.url}/#/t/{table}")
+    take_seat(ann, 0)
+    bob = registered(browser, service, bob_name)
+    bob.goto(f"{service.url}/#/t/{table}")
+    take_seat(bob, 1)
+    for page in (ann, bob):
+        expect(page.locator(".hand .hand-tile")).to_have_count(7)
+
+    ann.once("dialog", lambda dialog: dialog.accept())
+    ann.locator(".scoreboard button.leave").click()
+    left = f"{ann_name} left the game and forfeited."
+    expect(bob.locator(".game-over .reason")).to_have_text(left)
+    expect(ann.locator(".game-over .reason")).to_have_text(left)
+    # the ratings come one version later: the reason stays
+    for page in (ann, bob):
+        expect(page.locator(".rating-changes")).to_have_attribute("data-status", "done",
+                                                                  timeout=20_000)
+        expect(page.locator(".game-over .reason")).to_have_text(left)

@@ -90,12 +90,8 @@ export function drawDialog(o, { game, table, ui, state, name }) {
   const close = `<button type="button" class="ghost close-dialog" data-close="${esc(key)}">Look at the board</button>`;
   if (key === "over") {
     const w = game.game_over ? game.winner : result?.winner ?? null;
-    const how = result?.reason === "forfeit" && result.seat !== undefined
-      ? `<p class="reason">${esc(name(result.seat))} ran out of time and forfeited.</p>`
-      : result?.reason === "abandoned"
-        ? `<p class="reason">Nobody was at the table any more: the game was abandoned.</p>`
-        : result?.reason === "hand_limit"
-          ? `<p class="reason">The game reached the most hands a game may last: the side ahead wins.</p>` : "";
+    const reason = endReason(result, ui.forfeit, name);
+    const how = reason ? `<p class="reason">${esc(reason)}</p>` : "";
     const winners = w === null || w === undefined ? null : (game.sides[w] ?? []).map(name).join(" & ");
     const mine = state.seat !== null && Boolean(game.sides[w]?.includes(state.seat));
     const scores = game.sides.map((side, k) =>
@@ -148,6 +144,33 @@ ${roundSummary(rounds[k], k, game, name)}
 ${roundSummary(rounds[k], k, game, name)}
 <p class="dialog-actions"><button type="button" class="primary" data-dismiss>Next hand</button></p></div>`;
   o.querySelector("[data-dismiss]")?.focus();
+}
+
+const FORFEIT_WORDS = {
+  time: "ran out of time and forfeited.",
+  leave: "left the game and forfeited.",
+};
+
+/**
+ * How a game ended early, in words, from `table.result` (protocol.md §2): a forfeit says why
+ * when the page saw it happen (`forfeit`, {seat, by}: its clock ran out, or the player left a
+ * rated game), else only who forfeited; an abandoned game and the hand limit say so. A game
+ * played to its end (`game_end`) needs no words: null.
+ */
+export function endReason(result, forfeit, name) {
+  switch (result?.reason) {
+    case "forfeit": {
+      if (result.seat === null || result.seat === undefined) return "The game was forfeited.";
+      const by = forfeit?.seat === result.seat ? FORFEIT_WORDS[forfeit.by] : null;
+      return `${name(result.seat)} ${by ?? "forfeited the game."}`;
+    }
+    case "abandoned":
+      return "Nobody was at the table any more: the game was abandoned.";
+    case "hand_limit":
+      return "The game reached the most hands a game may last: the side ahead wins.";
+    default:
+      return null;
+  }
 }
 
 /** "Next hand in 0:18" until `deadline` (ms since the epoch), then "Dealing…". */
