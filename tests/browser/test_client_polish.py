@@ -1,6 +1,6 @@
 """The table page in the corners a player runs into: a move made while the connection is down
-that the game moved past, the spectators' count, and what the game-over screen says about a
-forfeit.
+that the game moved past, the chat after the game is over, the spectators' count, and what the
+game-over screen says about a forfeit.
 
 As in test_player_review.py, every check reads the page as a player sees it: the notice under
 the hand, what the hand offers, what the game-over screen says, whether a click lands.
@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import DESKTOP, post_json
+from tests.browser.conftest import DESKTOP, PHONE, post_json
 from tests.browser.test_client import open_table, sit, version
-from tests.browser.test_feedback import wait_for_turn
+from tests.browser.test_feedback import play_short_game, wait_for_turn
 from tests.browser.test_player_review import against_bot, lost_on_time
 from tests.browser.test_players import api, registered, take_seat, username
 from tests.support.servers import ServiceProcess
@@ -108,6 +109,70 @@ def test_a_move_made_offline_is_played_when_it_still_may_be_though_the_table_mov
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as res:
         return json.loads(res.read())
+
+
+CHAT_UNCOVERED = """sel => {
+  const node = document.querySelector(sel);
+  const r = node.getBoundingClientRect();
+  const points = [[0.5, 0.5], [0.1, 0.2], [0.9, 0.2], [0.1, 0.8], [0.9, 0.8]];
+  return points.every(([x, y]) => {
+    const at = document.elementFromPoint(r.left + r.width * x, r.top + r.height * y);
+    return at !== null && (at === node || node.contains(at));
+  });
+}"""
+
+
+def chat_is_free(page: Page, line: str) -> None:
+    """Nothing covers the chat's input and Send button, and a line sent there is posted."""
+    form = page.locator(".chat-form")
+    form.scroll_into_view_if_needed()
+    for part in (".chat-form input", ".chat-form button[type=submit]"):
+        box = page.locator(part).bounding_box()
+        assert box is not None
+        for cover in page.locator(".overlay:not([hidden]) .dialog, .overlay [data-reopen]").all():
+            other = cover.bounding_box()
+            if other is None:
+                continue
+            apart = (other["x"] + other["width"] <= box["x"]
+                     or box["x"] + box["width"] <= other["x"]
+                     or other["y"] + other["height"] <= box["y"]
+                     or box["y"] + box["height"] <= other["y"])
+            assert apart, f"{part} at {box} is under the game-over UI at {other}"
+        assert page.evaluate(CHAT_UNCOVERED, part), f"{part} is covered"
+    form.locator("input").fill(line)
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".chat-log li").last).to_have_text(f"ann {line}")
+
+
+def test_the_chat_stays_usable_once_the_game_is_over(
+    browser: Browser, service: ServiceProcess, shots: Callable[[Page, str], None]
+) -> None:
+    _, page = against_bot(browser, service, rules={"preset": "all-fives", "target": 20})
+    play_short_game(page)
+    expect(page.locator(".overlay .game-over")).to_be_visible()
+    chat_is_free(page, "good game")
+    shots(page, "polish-01-game-over-and-chat")
+    page.get_by_role("button", name="Look at the board").click()
+    expect(page.locator(".overlay [data-reopen]")).to_be_visible()
+    chat_is_free(page, "thanks")
+    shots(page, "polish-02-final-board-and-chat")
+    page.get_by_role("button", name="Show the result").click()
+    expect(page.locator(".overlay .game-over")).to_be_visible()
+
+
+def test_the_phone_chat_sheet_is_not_under_the_closed_game_over_dialog(
+    browser: Browser, service: ServiceProcess
+) -> None:
+    _, page = against_bot(browser, service, size=PHONE,
+                          rules={"preset": "all-fives", "target": 20})
+    play_short_game(page)
+    page.get_by_role("button", name="Look at the board").click()
+    expect(page.locator(".overlay [data-reopen]")).to_be_visible()
+    page.locator(".chat-toggle").click()
+    chat_is_free(page, "good game")
+    page.locator(".chat-close").click()
+    page.get_by_role("button", name="Show the result").click()
+    expect(page.locator(".overlay .game-over")).to_be_visible()
 
 
 def test_the_spectators_count_shows_only_while_somebody_watches(
