@@ -37,8 +37,11 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="session")
 def client_build() -> Path:
+    """The built client, built again when a source is newer than the bundle."""
     dist = CLIENT / "dist"
-    if not (dist / "app.js").exists():
+    built = dist / "app.js"
+    sources = [*(CLIENT / "src").rglob("*"), CLIENT / "package.json"]
+    if not built.exists() or max(p.stat().st_mtime for p in sources) > built.stat().st_mtime:
         if not (CLIENT / "node_modules").exists():
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=CLIENT, check=True)
         subprocess.run(["npm", "run", "build"], cwd=CLIENT, check=True)
