@@ -15,7 +15,7 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import msgpack
 
@@ -468,9 +468,11 @@ def game_result(record: TableRecord) -> dict[str, Any]:
     return {"winner": record.game.winner, "reason": "game_end", "seat": None}
 
 
-def forfeit(record: TableRecord, seat: int, now_ms: int) -> TableRecord:
+def forfeit(record: TableRecord, seat: int, cause: Literal["time", "leave"],
+            now_ms: int) -> TableRecord:
     """The game ends with ``seat``'s side losing: the other side wins (with three or more
-    sides, the best-scoring other side; nobody on a tie)."""
+    sides, the best-scoring other side; nobody on a tie). ``cause``: its clock ran out
+    ("time"), or it left a rated game ("leave")."""
     sides = [list(side) for side in record.game.sides]
     losing = next(i for i, side in enumerate(sides) if seat in side)
     scores = record.game.scores
@@ -478,7 +480,8 @@ def forfeit(record: TableRecord, seat: int, now_ms: int) -> TableRecord:
     best = max(scores[i] for i in others)
     leaders = [i for i in others if scores[i] == best]
     winner = leaders[0] if len(leaders) == 1 else None
-    return stopped(record, {"winner": winner, "reason": "forfeit", "seat": seat}, now_ms)
+    return stopped(record, {"winner": winner, "reason": "forfeit", "seat": seat,
+                            "cause": cause}, now_ms)
 
 
 def hand_limit(record: TableRecord, now_ms: int) -> TableRecord:

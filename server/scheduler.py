@@ -392,7 +392,7 @@ class Scheduler:
             timeout_event = event
 
             def change(current: Loaded) -> Change:
-                ended = forfeit(current.record, seat, self.service.now_ms())
+                ended = forfeit(current.record, seat, "time", self.service.now_ms())
                 return Change(ended, [timeout_event] if timeout_event else [])
         else:
             view = engine.view(record.game, seat)

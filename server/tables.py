@@ -1121,7 +1121,7 @@ class TableService:
                     seats[seat] = Seat()
                 elif record.status == PLAYING and record.config.rated:
                     # Leaving a rated game resigns it: the leaver's side loses.
-                    record = forfeit(record, seat, self.now_ms())
+                    record = forfeit(record, seat, "leave", self.now_ms())
                     return Change(record, events, ("del", seat, ""))
                 elif record.status == PLAYING:
                     seats[seat] = replace(seats[seat], bot=STANDIN_BOT)

@@ -151,7 +151,8 @@ export function reduce(state, msg) {
       };
     case "local/move":
       return {
-        ...state, pending: { id: msg.id, v: msg.v, move: msg.move, resent: false, staleAt: null },
+        ...state,
+        pending: { id: msg.id, v: msg.v, move: msg.move, at: positionOf(state), resent: false, staleAt: null },
         rejected: null,
       };
     case "local/resend":
@@ -239,6 +240,13 @@ export function mayPlay(state, move) {
   if (!game || state.seat === null || game.turn !== state.seat || game.game_over ||
     state.doc?.table?.status === "finished" || state.closed) return false;
   return (game.legal ?? []).some((m) => sameMove(m, move));
+}
+
+/** Where the game stands, as a move made there sees it: the hand and how many moves it has
+ * had (a tile played or drawn since changes it; a seat taken over by a bot does not). */
+export function positionOf(state) {
+  const game = gameOf(state);
+  return game ? `${game.round}:${(game.history ?? []).length}` : null;
 }
 
 /** Two moves are the same: a play's `on` left out is the `null` of a lead. */

@@ -11,7 +11,7 @@
 import { api, forgetSeat, playerName, savedSeat, saveSeat, setPlayerName } from "./api.js";
 import { checkDeal, rememberCommitment, seenCommitment } from "./fair.js";
 import { TableSocket } from "./socket.js";
-import { canMove, initialState, mayPlay, playsByTile, reduce, sinceVersion } from "./store.js";
+import { canMove, initialState, mayPlay, playsByTile, positionOf, reduce, sinceVersion } from "./store.js";
 import { loadMeta } from "./lobby.js";
 import { gameInfo } from "./rules_panel.js";
 import { TableView } from "./view/table.js";
@@ -47,7 +47,6 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
     closedDialog: null, // the dialog closed to look at the board (view/dialogs.js dialogKey)
     readySent: null, // the hand after which this seat said it is ready
     hintAsked: null, // the version a hint was asked for (practice tables), until it comes
-    forfeit: null, // how the game's forfeit came about, when seen: {seat, by: "time" | "leave"}
   };
   let pausedAfter = null; // the hand the table is paused after (table.next_hand), or null
   let autoDrawTimer = null;
@@ -108,20 +107,7 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
       });
   }
 
-  /** A forfeit's cause is in the events of the version that ended the game, not in the
-   * document: note it when that version comes (its `timeout` or `leave` of the seat). */
-  function noteForfeit() {
-    const result = state.doc?.table?.result;
-    if (result?.reason !== "forfeit" || ui.forfeit?.seat === result.seat) return;
-    for (const e of state.ev ?? []) {
-      if (e.seat !== result.seat) continue;
-      if (e.type === "timeout" && e.action === "forfeit") ui.forfeit = { seat: e.seat, by: "time" };
-      if (e.type === "leave" && !e.bot) ui.forfeit = { seat: e.seat, by: "leave" };
-    }
-  }
-
   function afterChange() {
-    noteForfeit();
     watchDeal();
     // the rematch table is made: a seated player claims the new seat and moves there
     if (state.doc?.table?.rematch?.table && state.seat !== null && state.seat !== undefined) onRematch(id);
@@ -146,8 +132,9 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
    * A move nobody answered (made while the connection was down, or sent just before it
    * dropped) goes out again, with its id, once the page has caught up after a reconnect: the
    * server applies it at most once and answers `accepted` or `rejected`. Refused because the
-   * table moved on meanwhile, it is sent again at the version now held when it still may be
-   * played (the seat to move, the move legal); else it is dropped and the notice says so.
+   * table moved on meanwhile, it is sent again at the version now held when nothing was
+   * played since it was made (only seats or clocks changed) and it still may be played (the
+   * seat to move, the move legal); else it is dropped and the notice says so.
    */
   function resendPending() {
     const caughtUp = resumeTo !== null && state.v !== null && state.v >= resumeTo;
@@ -156,7 +143,7 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
     if (!p) return;
     if (p.staleAt !== null) {
       if (state.v === null || state.v < p.staleAt) return; // the versions it missed are coming
-      if (mayPlay(state, p.move)) {
+      if (p.at === positionOf(state) && mayPlay(state, p.move)) { // nothing played since
         state = reduce(state, { t: "local/resend", v: state.v });
         socket.send({ t: "move", id: p.id, v: state.v, move: p.move });
         return;
@@ -293,11 +280,6 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
     async leave() {
       const mine = savedSeat(id);
       if (!mine) return;
-      const table = state.doc?.table;
-      // leaving a rated game forfeits it; this page watches the end as a spectator, without
-      // the version that says so
-      const forfeits = table?.rated && table.status === "playing" && state.seat !== null;
-      const seat = state.seat;
       try {
         await api.leave(id, mine.token);
       } catch (e) {
@@ -307,7 +289,6 @@ export function showTable(root, id, { invite = null, onConnection = () => {}, on
           return;
         }
       }
-      if (forfeits) ui.forfeit = { seat, by: "leave" };
       forgetSeat(id);
       connect();
     },

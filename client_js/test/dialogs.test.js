@@ -33,13 +33,12 @@ test("a game ended by the hand limit says so and names the side ahead", () => {
   assert.match(o.innerHTML, /seat 0/);
 });
 
-test("a forfeit says why when the page saw it, and only who forfeited otherwise", () => {
+test("a forfeit says why: the seat's clock ran out, or it left", () => {
   const name = (s) => ["ann", "bob"][s];
-  const result = { winner: 1, reason: "forfeit", seat: 0 };
-  assert.equal(endReason(result, { seat: 0, by: "time" }, name), "ann ran out of time and forfeited.");
-  assert.equal(endReason(result, { seat: 0, by: "leave" }, name), "ann left the game and forfeited.");
-  assert.equal(endReason(result, null, name), "ann forfeited the game.");
-  assert.equal(endReason(result, { seat: 1, by: "time" }, name), "ann forfeited the game.");
-  assert.match(endReason({ winner: null, reason: "abandoned", seat: null }, null, name), /abandoned/);
-  assert.equal(endReason({ winner: 0, reason: "game_end", seat: null }, null, name), null);
+  const result = (cause) => ({ winner: 1, reason: "forfeit", seat: 0, cause });
+  assert.equal(endReason(result("time"), name), "ann ran out of time and forfeited.");
+  assert.equal(endReason(result("leave"), name), "ann left the game and forfeited.");
+  assert.equal(endReason(result(undefined), name), "ann forfeited the game."); // an older server
+  assert.match(endReason({ winner: null, reason: "abandoned", seat: null }, name), /abandoned/);
+  assert.equal(endReason({ winner: 0, reason: "game_end", seat: null }, name), null);
 });

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  applyOps, canMove, currentHint, initialState, mayPlay, playsByTile, reduce, sinceVersion,
+  applyOps, canMove, currentHint, initialState, mayPlay, playsByTile, positionOf, reduce, sinceVersion,
 } from "../src/store.js";
 import { hintWords, notPlayedWords } from "../src/view/table.js";
 
@@ -191,6 +191,15 @@ test("a resent pending move refused as stale waits to be judged, then is refused
   const ruled = reduce(reduce(reduce(seatedAtV12(), { t: "local/move", id: "m2", v: 12, move: { draw: true } }),
     { t: "local/resend" }), { t: "rejected", id: "m2", code: "must_play", message: "a tile fits.", v: 12 });
   assert.equal(notPlayedWords(ruled.rejected), "Your draw was not played: a tile fits.");
+});
+
+test("a pending move notes where the game stood: a move played since changes it", () => {
+  const s = reduce(seatedAtV12(), { t: "local/move", id: "m3", v: 12, move: { draw: true } });
+  const game = fx.document_v12.game;
+  assert.equal(s.pending.at, `${game.round}:${game.history.length}`);
+  assert.equal(positionOf(s), s.pending.at);
+  const later = reduce(s, clone(fx.diff_v13));
+  assert.notEqual(positionOf(later), s.pending.at);
 });
 
 test("a move may be played only from the legal list, by the seat to move", () => {

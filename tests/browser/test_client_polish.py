@@ -194,6 +194,8 @@ def test_the_spectators_count_shows_only_while_somebody_watches(
 def test_a_time_forfeit_says_the_clock_ran_out(browser: Browser, service: ServiceProcess) -> None:
     page = lost_on_time(browser, service)
     expect(page.locator(".game-over .reason")).to_have_text("ann ran out of time and forfeited.")
+    page.reload()
+    expect(page.locator(".game-over .reason")).to_have_text("ann ran out of time and forfeited.")
 
 
 def test_a_rated_game_left_says_the_player_left_not_that_time_ran_out(
@@ -221,3 +223,6 @@ def test_a_rated_game_left_says_the_player_left_not_that_time_ran_out(
         expect(page.locator(".rating-changes")).to_have_attribute("data-status", "done",
                                                                   timeout=20_000)
         expect(page.locator(".game-over .reason")).to_have_text(left)
+    # a page opened afterwards says so too (the cause is in the table's result)
+    bob.reload()
+    expect(bob.locator(".game-over .reason")).to_have_text(left)

@@ -148,7 +148,8 @@ async def test_leaving_a_rated_game_forfeits_it(svc: ServiceProcess,
         deadline = asyncio.get_running_loop().time() + 10
         while first.doc is None or first.doc["table"]["status"] != "finished":
             await first.recv(deadline - asyncio.get_running_loop().time())
-        assert first.doc["table"]["result"] == {"winner": 0, "reason": "forfeit", "seat": 1}
+        assert first.doc["table"]["result"] == {"winner": 0, "reason": "forfeit", "seat": 1,
+                                              "cause": "leave"}
         shown = await ratings_arrive(first)
         high, low = two_player_expectation()
         assert [(c["seat"], c["after"]) for c in shown] == [(0, high), (1, low)]

@@ -183,7 +183,8 @@ async def test_an_expired_clock_forfeits_when_the_table_says_so(
     new_version, doc = await tables.snapshot(table_id, "s")
     assert new_version == version + 1
     assert doc["table"]["status"] == "finished"
-    assert doc["table"]["result"] == {"winner": 1 - seat, "reason": "forfeit", "seat": seat}
+    assert doc["table"]["result"] == {"winner": 1 - seat, "reason": "forfeit", "seat": seat,
+                                      "cause": "time"}
     assert doc["table"]["clock"]["deadline"] is None
     assert await last_events(tables, table_id, version) == [
         {"type": "timeout", "seat": seat, "action": "forfeit"}]

@@ -90,7 +90,7 @@ export function drawDialog(o, { game, table, ui, state, name }) {
   const close = `<button type="button" class="ghost close-dialog" data-close="${esc(key)}">Look at the board</button>`;
   if (key === "over") {
     const w = game.game_over ? game.winner : result?.winner ?? null;
-    const reason = endReason(result, ui.forfeit, name);
+    const reason = endReason(result, name);
     const how = reason ? `<p class="reason">${esc(reason)}</p>` : "";
     const winners = w === null || w === undefined ? null : (game.sides[w] ?? []).map(name).join(" & ");
     const mine = state.seat !== null && Boolean(game.sides[w]?.includes(state.seat));
@@ -152,17 +152,15 @@ const FORFEIT_WORDS = {
 };
 
 /**
- * How a game ended early, in words, from `table.result` (protocol.md §2): a forfeit says why
- * when the page saw it happen (`forfeit`, {seat, by}: its clock ran out, or the player left a
- * rated game), else only who forfeited; an abandoned game and the hand limit say so. A game
- * played to its end (`game_end`) needs no words: null.
+ * How a game ended early, in words, from `table.result` (protocol.md §2): a forfeit names the
+ * seat and its `cause` (its clock ran out, or the player left a rated game); an abandoned game
+ * and the hand limit say so. A game played to its end (`game_end`) needs no words: null.
  */
-export function endReason(result, forfeit, name) {
+export function endReason(result, name) {
   switch (result?.reason) {
     case "forfeit": {
       if (result.seat === null || result.seat === undefined) return "The game was forfeited.";
-      const by = forfeit?.seat === result.seat ? FORFEIT_WORDS[forfeit.by] : null;
-      return `${name(result.seat)} ${by ?? "forfeited the game."}`;
+      return `${name(result.seat)} ${FORFEIT_WORDS[result.cause] ?? "forfeited the game."}`;
     }
     case "abandoned":
       return "Nobody was at the table any more: the game was abandoned.";

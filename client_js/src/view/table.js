@@ -243,8 +243,7 @@ export class TableView {
     this.region("history", [game?.history, table?.seats], () => this.drawHistory(game, table));
     this.region("chat", [state.chat], () => this.drawChat(state.chat));
     this.region("overlay", [game?.rounds, game?.game_over, ui.seenRounds, table?.seats, table?.status, ui.fair,
-      table?.ratings, table?.next_hand, ui.closedDialog, ui.readySent, state.seat, state.presence, table?.rematch,
-      ui.forfeit],
+      table?.ratings, table?.next_hand, ui.closedDialog, ui.readySent, state.seat, state.presence, table?.rematch],
       () => this.drawOverlay(game, table, ui, state));
     this.tickClocks();
     this.sounds(state);
