@@ -95,8 +95,10 @@ def test_board_tiles_are_drawn_as_large_as_the_board_allows(
                    const r = t && t.getBoundingClientRect();
                    return r && r.width > 0 ? Math.max(r.width, r.height) : null; }"""
     ).json_value()
-    # a tile is two units long: much larger than the 37x19 px of the fixed 20 px unit
-    assert longest >= 60, longest
+    # a tile is two units long: much larger than the 37x19 px of the fixed 20 px unit (after
+    # one move each, up to three tiles lie in a row with room for the next at both ends:
+    # about 59 px a tile on this board; one or two tiles come out larger)
+    assert longest >= 50, longest
 
 
 def test_a_double_tap_zooms_the_board_and_another_zooms_back(
