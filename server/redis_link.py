@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import hiredis
@@ -115,15 +115,20 @@ class CommitLink:
         args = _connection_args(client)
         return None if args is None else cls(*args)
 
-    async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Arg]) -> Any:
+    async def evalsha(self, sha: str, script: str, keys: Sequence[str],
+                      args: Sequence[Arg]) -> Any:
         """Run a script by its digest; a Redis that does not have it (restarted, flushed)
         runs it from its text instead, and keeps it."""
-        try:
-            return await self.call("EVALSHA", sha, len(keys), *keys, *args)
-        except ResponseError as error:
-            if not str(error).startswith("NOSCRIPT"):
-                raise
+        protocol = self._protocol  # `_connected`, without awaiting it when the link is open
+        if protocol is None or self._loop is not asyncio.get_running_loop() \
+                or not self._usable():
+            protocol = await self._connected()
+        reply = await _send(protocol, ("EVALSHA", sha, len(keys), *keys, *args))
+        if isinstance(reply, ResponseError):
+            if not str(reply).startswith("NOSCRIPT"):
+                raise reply
             return await self.call("EVAL", script, len(keys), *keys, *args)
+        return reply
 
     async def call(self, *command: Arg) -> Any:
         reply = await _send(await self._connected(), command)

@@ -355,6 +355,13 @@ class TableKeys:
                 self.owner, self.transcript, self.replay]
 
 
+@functools.lru_cache(maxsize=4096)
+def _commit_keys(table_id: str) -> tuple[tuple[str, ...], str]:
+    """(`TableKeys.written`, `TableKeys.channel`) of a table, named once for its commits."""
+    keys = TableKeys(table_id)
+    return tuple(keys.written), keys.channel
+
+
 INVITE_FIELD = "invite"
 SEAT_CHANGES_FIELD = "!seats"  # of a table's client ids: the seat changes it has had
 TOKEN_MARK = b"!tok"
@@ -613,11 +620,11 @@ class Store:
         has had ``cap`` of them, ``past`` says what becomes of it: "refuse" (nothing written,
         outcome ``closed``), "keep" (made, every key's lifetime left as it is: the change
         renews nothing), "" (made as asked)."""
-        keys = TableKeys(table_id)
+        written, channel = _commit_keys(table_id)
         token_op, token_seat, token_hash = token if token else ("", 0, "")
         required_seat, required_hash = require if require else ("", "")
         args: list[Any] = [
-            expected, state, meta, keys.channel, self.history_limit or 0,
+            expected, state, meta, channel, self.history_limit or 0,
             f"{client[0]}:{client[1]}" if client else "", token_op, token_seat, token_hash,
             required_seat, required_hash, -1 if lifetime_ms == "keep" else lifetime_ms,
             len(frames),
@@ -625,7 +632,7 @@ class Store:
         for audience, frame in frames.items():
             args += [audience, frame]
         # the other keys are named only when their lifetimes are set
-        table_keys = keys.written if lifetime_ms == "keep" else keys.every
+        table_keys = written if lifetime_ms == "keep" else TableKeys(table_id).every
         folded = due_ms != "keep" and not self.cluster
         if folded:
             old = deadline_member(table_id, expected) if expected else ""
@@ -654,11 +661,11 @@ class Store:
             self._link.close()
 
     @reconnecting
-    async def _run_commit(self, keys: list[str], args: list[Any]) -> CommitResult:
+    async def _run_commit(self, keys: Sequence[str], args: list[Any]) -> CommitResult:
         if self._link is not None:
             result = await self._link.evalsha(self._commit.sha, _COMMIT_LUA, keys, args)
         else:
-            result = await self._commit(keys=keys, args=args)
+            result = await self._commit(keys=list(keys), args=args)
         outcome = result[0].decode() if isinstance(result[0], bytes) else str(result[0])
         assert outcome in ("ok", "stale", "dup", "revoked", "closed")
         return CommitResult(outcome, int(result[1]))  # type: ignore[arg-type]
