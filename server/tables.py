@@ -1317,15 +1317,32 @@ def seat_deadline(record: TableRecord, seat: int) -> int | None:
     return clock.deadline_ms
 
 
+_PLAYS: dict[tuple[str, str | None], engine.Move] = {}
+"""The plays parsed so far, by their tiles as written ({"play": T, "on": U}): bounded by the
+notation itself (the tiles of the double-six set, either half first)."""
+
+
 def parse_move(move: Mapping[str, object]) -> engine.Move:
     """The engine move of a `server.protocol.Move`'s payload (a map with string keys), or
     Rejected with the engine's code (bad_move, bad_tile) when it is not a move."""
+    written: tuple[str, str | None] | None = None
+    if type(move) is dict:  # (a caller's payload may be anything: the engine names it)
+        play, on = move.get("play"), move.get("on")
+        if type(play) is str and (on is None or type(on) is str) \
+                and len(move) == 1 + ("on" in move):
+            written = (play, on)
+            known = _PLAYS.get(written)
+            if known is not None:
+                return known
     try:
-        return engine.move_from_data(move)
+        parsed = engine.move_from_data(move)
     except engine.EngineError as exc:
         raise Rejected(exc.code, exc.message) from exc
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         raise Rejected("bad_move", "that is not a move") from exc
+    if written is not None:
+        _PLAYS[written] = parsed
+    return parsed
 
 
 def new_table_id() -> str:

@@ -369,7 +369,7 @@ class Session:
                 self.metrics.redis_errors.inc()
                 self.log("delivery after commit failed", level=logging.WARNING, error=repr(exc))
                 self.hub.request_pump(self.conn.table, None)
-            self.conn.send_message(protocol.accepted(message.id, new_version))
+            self.conn.send_nowait(protocol.pack_accepted(message.id, new_version))
             self.metrics.moves_accepted.inc()
         self.metrics.ack_seconds.observe(time.perf_counter() - started)
 

@@ -252,6 +252,26 @@ def test_a_diff_packed_from_its_items_is_the_frame_packed_whole() -> None:
     assert packed[id(turn)] == (turn, msgpack.packb(turn, use_bin_type=True))
 
 
+def test_accepted_packed_from_its_parts_is_the_frame_packed_whole() -> None:
+    for move_id in ("m", "m17", "é" * 10, "x" * 32):
+        for version in (0, 127, 128, 70_000, 2**40, 2**64 - 1):
+            assert protocol.pack_accepted(move_id, version) == \
+                protocol.pack(protocol.accepted(move_id, version))
+
+
+def test_a_move_decodes_the_same_however_it_is_checked() -> None:
+    payload = {"play": "6-4", "on": "4-4"}
+    decoded = protocol.decode(packed({"t": "move", "id": "m1", "v": 3, "move": payload}))
+    assert decoded == Move(id="m1", v=3, move=payload)
+    assert type(decoded) is Move and decoded.move is not payload
+    with pytest.raises(AttributeError):
+        decoded.v = 4  # type: ignore[misc]  # frozen like any Move
+    for bad in ({"id": "", "v": 3}, {"id": "m1", "v": -1}, {"id": "m1", "v": True},
+                {"id": "m1", "v": 3, "move": {1: "6-4"}}, {"id": "m1", "v": 3, "move": []}):
+        with pytest.raises(ProtocolError):
+            protocol.decode(packed({"t": "move", "move": payload, **bad}))
+
+
 def test_connection_still_exports_close_and_pack() -> None:
     from server.connection import pack
 
@@ -288,3 +308,25 @@ def test_every_close_code_has_a_docstring_and_is_documented() -> None:
     assert documented == {int(code) for code in Close}
     for code in Close:
         assert code.__doc__ and code.__doc__ != Close.__doc__, code
+
+
+def test_a_move_payload_parses_the_same_whether_seen_before_or_not() -> None:
+    import engine
+    from server.tables import parse_move
+
+    payloads: list[dict[str, object]] = [
+        {"play": "6-4", "on": "4-4"}, {"play": "4-6", "on": "4-4"}, {"play": "6-4"},
+        {"play": "6-4", "on": None}, {"draw": True}, {"pass": True}, {"draw": 1},
+        {"play": "6-4", "x": 1}, {"play": "6-4", "on": "4-4", "x": 1}, {"play": "7-4"},
+        {"play": "6-4", "on": 5}, {"play": 64}, {}, {"on": "4-4"}]
+    for _ in range(2):  # the second time, the plays parsed before are known
+        for payload in payloads:
+            try:
+                expected: object = engine.move_from_data(payload)
+            except engine.EngineError as exc:
+                expected = exc.code
+            try:
+                found: object = parse_move(payload)
+            except Rejected as rej:
+                found = rej.code
+            assert found == expected, payload
