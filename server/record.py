@@ -412,7 +412,10 @@ def keeps_hand(before: engine.GameState, after: engine.GameState) -> bool:
 def move_entry(seat: int, move: engine.Move, now_ms: int) -> bytes:
     """A move that keeps its hand going as the commit appends it to the table's stored state
     (`TableRecord.replayed` plays it again): msgpack ``[seat, move (notation.md), ms]``."""
-    return bytes(msgpack.packb([seat, engine.move_to_data(move), now_ms]))
+    return bytes(_ENTRY_PACKER.pack((seat, engine.move_to_data(move), now_ms)))
+
+
+_ENTRY_PACKER = msgpack.Packer()  # `move_entry`'s: moves are played on the event loop's thread
 
 
 def stored_state(blob: bytes) -> tuple[TableRecord, int]:

@@ -217,9 +217,11 @@ class Delivery:
                     left_behind = True
             if not ready or frame is None:
                 continue
-            batch = Frames([(version, frame)])
-            batch.revoked_at = version if token_field == audience else None
-            for conn in revoke(ready, batch):
+            if token_field == audience:  # this version replaced the seat's token
+                batch = Frames([(version, frame)])
+                batch.revoked_at = version
+                ready = revoke(ready, batch)
+            for conn in ready:
                 conn.send_nowait(frame)
                 conn.version = version
                 sent = True

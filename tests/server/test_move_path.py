@@ -231,3 +231,22 @@ async def test_every_commit_is_told_with_the_frames_it_stored(
         for audience, frames_of_audience in stored.items():
             assert frames_of_audience is not None
             assert dict(frames_of_audience)[v] == sent[audience]
+
+
+def test_the_move_path_records_are_the_records_their_classes_make() -> None:
+    from dataclasses import FrozenInstanceError, fields
+
+    from server.record import TableRecord
+    from server.table_config import parse_create_request
+    from server.tables import Change, Loaded, new_change, new_loaded
+
+    record = TableRecord.new("fast1", parse_create_request({"players": 2}), 0, 5, None)
+    loaded = new_loaded(7, record, {}, 2)
+    assert type(loaded) is Loaded and loaded == Loaded(7, record, {}, 2)
+    change = new_change(record, [{"type": "play"}], b"move")
+    assert type(change) is Change and change == Change(record, [{"type": "play"}], move=b"move")
+    assert {f.name for f in fields(Loaded)} == {"version", "record", "docs", "appended"}
+    assert {f.name for f in fields(Change)} == {"record", "events", "token", "move",
+                                                "takes_seat"}
+    with pytest.raises(FrozenInstanceError):
+        loaded.version = 8  # type: ignore[misc]
