@@ -47,7 +47,14 @@ from engine.state import GameState, HandResult, RoundRecord
 from engine.tiles import TILES, Tile
 from engine.transcript import replay, replay_views, to_transcript, walk
 from engine.verify import verify
-from engine.views import determinize, redact_events, view, view_changes, views
+from engine.views import (
+    determinize,
+    redact_events,
+    view,
+    view_change_blocks,
+    view_changes,
+    views,
+)
 
 __all__ = [
     "DEFAULT_PRESET",
@@ -96,6 +103,7 @@ __all__ = [
     "to_transcript",
     "verify",
     "view",
+    "view_change_blocks",
     "view_changes",
     "views",
     "walk",

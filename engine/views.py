@@ -170,6 +170,18 @@ def view_changes(before: GameState, state: GameState, viewers: Sequence[int | No
     list that had items and has none. None for any other change
     (a round or the game ended): only whole views tell then. Fields not listed are the same
     in both views."""
+    blocks = view_change_blocks(before, state, viewers)
+    if blocks is None:
+        return None
+    return [[field for block in found for field in block] for found in blocks]
+
+
+def view_change_blocks(before: GameState, state: GameState, viewers: Sequence[int | None]
+                       ) -> list[list[list[tuple[Any, ...]]]] | None:
+    """`view_changes`, each viewer's fields in blocks (their order is the fields'): a block
+    that several viewers share is the very same list for each of them (the fields everyone
+    sees alike, the history's new entries for those who drew none of them), so that whoever
+    turns fields into something else can do it once per block."""
     table = state.table
     if table is not before.table or state.turn is None or before.turn is None:
         return None
@@ -192,20 +204,20 @@ def view_changes(before: GameState, state: GameState, viewers: Sequence[int | No
                      [_end_item(e) for e in state.ends]))
     tail.append(("=", "end_total", end_total(before.ends), end_total(state.ends)))
     logged = state.log[-grown_log:] if grown_log else ()
-    public = [_public_entry(e) for e in logged]
-    out: list[list[tuple[Any, ...]]] = []
+    public = [("+", "history", [_public_entry(e) for e in logged])] if logged else None
+    drew = {e[0] for e in logged if e[1] == DREW}
+    out: list[list[list[tuple[Any, ...]]]] = []
     for viewer in viewers:
-        fields = list(head)
+        blocks = [head]
         if viewer is not None and masks[viewer] != old_masks[viewer]:
-            fields.append(("=", "hand", _hand(old_masks[viewer]), _hand(masks[viewer])))
-        fields += tail
-        if logged:
-            fields.append(("+", "history", public if not any(
-                e[0] == viewer and e[1] == DREW for e in logged)
-                else [history_entry(e, viewer) for e in logged]))
+            blocks.append([("=", "hand", _hand(old_masks[viewer]), _hand(masks[viewer]))])
+        blocks.append(tail)
+        if public is not None:
+            blocks.append(public if viewer not in drew else [
+                ("+", "history", [history_entry(e, viewer) for e in logged])])
         if viewer is not None and viewer in (before.turn, state.turn):
-            fields.append(_legal_change(before, state, viewer))
-        out.append(fields)
+            blocks.append([_legal_change(before, state, viewer)])
+        out.append(blocks)
     return out
 
 

@@ -21,6 +21,9 @@ import msgpack
 
 Op = list[Any]
 Path = list[str | int]
+Bodies = dict[int, tuple[object, bytes]]
+"""Lists of ops already packed, by identity: id(ops) -> (the ops, the msgpack encoding of each
+op in turn, without the list's own header)."""
 
 
 def same(a: object, b: object) -> bool:
@@ -60,15 +63,25 @@ def diff(old: object, new: object, memo: Memo | None = None) -> list[Op]:
     return ops
 
 
-def diff_at(old: object, new: object, path: Sequence[str | int]) -> list[Op]:
+def diff_at(old: object, new: object, path: Sequence[str | int],
+            bodies: Bodies | None = None) -> list[Op]:
     """`diff` of two values found at ``path`` in their documents: the same ops, with their
-    paths from the documents' root."""
+    paths from the documents' root. ``bodies``: where two lists were told apart by the size of
+    their encodings, the encoding of the ops returned is kept there (they need not be packed
+    again)."""
+    if type(old) is list and type(new) is list and old is not new:
+        return _diff_list(old, new, list(path), None, bodies)
     ops: list[Op] = []
     _diff(old, new, list(path), ops, None)
     return ops
 
 
-_PACKER = msgpack.Packer()  # one for every call: diffs are computed on one thread (the loop's)
+_PACKER = msgpack.Packer(use_bin_type=True)  # diffs are computed on one thread (the loop's)
+
+
+def array_header_size(items: int) -> int:
+    """The bytes of msgpack's header of an array of ``items``."""
+    return 1 if items < 16 else 3 if items < 65536 else 5
 
 
 def _size(ops: list[Op]) -> int:
@@ -112,7 +125,8 @@ def _diff(old: object, new: object, path: Path, ops: list[Op], memo: Memo | None
         memo[key] = ops[start:]
 
 
-def _diff_list(old: list[Any], new: list[Any], path: Path, memo: Memo | None) -> list[Op]:
+def _diff_list(old: list[Any], new: list[Any], path: Path, memo: Memo | None,
+               bodies: Bodies | None = None) -> list[Op]:
     n_old, n_new = len(old), len(new)
     if n_new >= n_old and all(map(is_, old, new)):  # the same items, and perhaps more
         return [["+", path, new[n_old:]]] if n_new > n_old else []
@@ -129,7 +143,14 @@ def _diff_list(old: list[Any], new: list[Any], path: Path, memo: Memo | None) ->
     whole: list[Op] = [["=", path, new]]
     # Element-wise changes can cost more than sending the list again (a tile taken from
     # the middle of a hand shifts every later element): keep whichever encodes shorter.
-    return whole if _size(whole) <= _size(ops) else ops
+    if bodies is None:
+        return whole if _size(whole) <= _size(ops) else ops
+    whole_packed, ops_packed = _PACKER.pack(whole), _PACKER.pack(ops)
+    if len(whole_packed) <= len(ops_packed):
+        bodies[id(whole)] = (whole, whole_packed[1:])
+        return whole
+    bodies[id(ops)] = (ops, ops_packed[array_header_size(len(ops)):])
+    return ops
 
 
 class PatchError(ValueError):

@@ -25,6 +25,7 @@ from typing import Any, TypeGuard
 
 import msgpack
 
+from server.diff import Bodies, array_header_size
 from server.rejected import Rejected
 from server.text import chat_text
 
@@ -330,6 +331,26 @@ def pack_diff(v: int, ops: Sequence[object], ev: Sequence[object], packed: Packe
     packer): call it on the event loop's thread."""
     parts = [_DIFF_HEAD, _PACKER.pack(v), _OPS_KEY, _PACKER.pack_array_header(len(ops))]
     _pack_items(ops, parts, packed)
+    parts += (_EV_KEY, _PACKER.pack_array_header(len(ev)))
+    _pack_items(ev, parts, packed)
+    return b"".join(parts)
+
+
+def pack_diff_groups(v: int, groups: Sequence[Sequence[object]], ev: Sequence[object],
+                     packed: Packed, bodies: Bodies) -> bytes:
+    """`pack_diff` of the ops of ``groups`` one after the other, each group packed once for
+    every frame that shares it (``bodies``, by identity, as server.diff keeps them: the
+    group's ops' encodings without the group's own array header)."""
+    count = 0
+    for group in groups:
+        count += len(group)
+    parts = [_DIFF_HEAD, _PACKER.pack(v), _OPS_KEY, _PACKER.pack_array_header(count)]
+    pack = _PACKER.pack
+    for group in groups:
+        found = bodies.get(id(group))
+        if found is None or found[0] is not group:
+            found = bodies[id(group)] = (group, pack(group)[array_header_size(len(group)):])
+        parts.append(found[1])
     parts += (_EV_KEY, _PACKER.pack_array_header(len(ev)))
     _pack_items(ev, parts, packed)
     return b"".join(parts)

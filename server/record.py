@@ -21,7 +21,7 @@ import msgpack
 
 import engine
 from server import clock as clocks
-from server.diff import Op, diff_at, same
+from server.diff import Bodies, Op, diff_at, same
 from server.table_config import TableConfig
 
 SPECTATORS = "s"
@@ -62,6 +62,24 @@ def audience_viewer(audience: str, players: int) -> int | None:
     if audience.isdigit() and len(audience) == 1 and int(audience) < players:
         return int(audience)
     raise ValueError(f"no audience {audience!r} at a {players}-player table")
+
+
+def _field_ops(field: tuple[Any, ...], bodies: Bodies | None) -> list[Op]:
+    """The ops of one field of engine.view_changes: the documents' diff of that field."""
+    kind = field[0]
+    if kind == "+":
+        return [["+", ["game", field[1]], field[2]]]
+    if kind == "emptied":  # §3: `=` with [] is no longer than `~` to 0
+        return [["=", ["game", field[1]], []]]
+    was, now = field[2], field[3]
+    leaf = type(was)  # `diff_at`, without its call for a value that is no map or list
+    if was is now:
+        return []
+    if leaf is not type(now):
+        return [["=", ["game", field[1]], now]]
+    if leaf is dict or leaf is list:
+        return diff_at(was, now, ("game", field[1]), bodies)
+    return [["=", ["game", field[1]], now]] if was != now else []
 
 
 def audiences(players: int) -> list[str]:
@@ -291,39 +309,42 @@ class TableRecord:
         two versions' documents: the very ops `diff` gives for those documents. None unless
         the move kept a hand going and left the table's part of the document alone (then
         only the documents tell)."""
+        groups = self.move_groups(before, version)
+        if groups is None:
+            return None
+        return {audience: [op for group in found for op in group]
+                for audience, found in groups.items()}
+
+    def move_groups(self, before: TableRecord, version: int, bodies: Bodies | None = None
+                    ) -> dict[str, list[list[Op]]] | None:
+        """`move_ops`, each audience's ops as the groups they come in (the version's, then
+        those of each block of fields engine.view_change_blocks gives), a group that audiences
+        share being the very same list. ``bodies``: where a group is one field's list diff,
+        the encoding the diff made of it (server.diff `diff_at`)."""
         if self.status != PLAYING or before.status != PLAYING or not self._same_table(before):
             return None
         names, viewers = _audience_viewers(self.config.players)
-        changes = engine.view_changes(before.game, self.game, viewers)
+        changes = engine.view_change_blocks(before.game, self.game, viewers)
         if changes is None:
             return None
-        out: dict[str, list[Op]] = {}
-        done: dict[int, list[Op]] = {}  # the fields every audience shares: each diffed once
-        head: Op = ["=", ["v"], version]
-        for audience, fields in zip(names, changes, strict=True):
-            ops: list[Op] = [head]
-            for field in fields:
-                found = done.get(id(field))
+        out: dict[str, list[list[Op]]] = {}
+        done: dict[int, list[Op]] = {}  # the blocks audiences share: each diffed once
+        head: list[Op] = [["=", ["v"], version]]
+        for audience, blocks in zip(names, changes, strict=True):
+            groups = [head]
+            for block in blocks:
+                found = done.get(id(block))
                 if found is None:
-                    kind = field[0]
-                    if kind == "+":
-                        found = [["+", ["game", field[1]], field[2]]]
-                    elif kind == "emptied":  # §3: `=` with [] is no longer than `~` to 0
-                        found = [["=", ["game", field[1]], []]]
-                    else:  # `diff_at`, without a call for a value that is no map or list
-                        was, now = field[2], field[3]
-                        leaf = type(was)
-                        if was is now:
-                            found = []
-                        elif leaf is not type(now):
-                            found = [["=", ["game", field[1]], now]]
-                        elif leaf is dict or leaf is list:
-                            found = diff_at(was, now, ("game", field[1]))
-                        else:
-                            found = [["=", ["game", field[1]], now]] if was != now else []
-                    done[id(field)] = found
-                ops += found
-            out[audience] = ops
+                    if len(block) == 1:
+                        found = _field_ops(block[0], bodies)
+                    else:
+                        found = []
+                        for field in block:
+                            found += _field_ops(field, None)
+                    done[id(block)] = found
+                if found:
+                    groups.append(found)
+            out[audience] = groups
         return out
 
     def summary(self, version: int) -> dict[str, Any]:

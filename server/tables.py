@@ -30,7 +30,7 @@ from redis.exceptions import RedisError
 
 import engine
 from server import protocol, replays
-from server.diff import Memo, diff
+from server.diff import Bodies, Memo, diff
 from server.processes import worker_pool
 from server.record import (
     FINISHED,
@@ -659,26 +659,30 @@ class TableService:
         players = change.record.config.players
         # A move within a hand: the diffs from what it changed, and the documents only when
         # somebody asks for one (a snapshot). Anything else: the documents and their diffs.
-        ops_of = change.record.move_ops(loaded.record, version) if loaded.version > 0 else None
+        bodies: Bodies = {}  # the move's groups of ops, packed once for every audience
+        groups_of = change.record.move_groups(loaded.record, version, bodies) \
+            if loaded.version > 0 else None
         # A move that keeps its hand going is appended to the stored state (its notice carries
         # only the move too), up to `append_max` moves; anything else writes the whole state.
         entry = change.move if loaded.version > 0 and loaded.appended < self.append_max \
             else None
         appended = loaded.appended + 1 if entry is not None else 0
-        if ops_of is not None:
+        packed: protocol.Packed = {}  # what the audiences' frames share is packed once
+        if groups_of is not None:
             new = new_loaded(version, change.record, {}, appended)
+            frames = {audience: protocol.pack_diff_groups(
+                version, groups, engine.redact_events(change.events, audience_viewer(
+                    audience, players)), packed, bodies) for audience, groups in groups_of.items()}
         else:
             before = self._doc(loaded, SPECTATORS)
             docs = change.record.documents(
                 version, (loaded.record, before) if before is not None else None)
             new = Loaded(version, change.record, dict(docs), appended)
             shared: Memo = {}  # the audiences' documents share parts: each is compared once
-            ops_of = {audience: diff(self._doc(loaded, audience), doc, shared)
-                      for audience, doc in docs.items()}
-        packed: protocol.Packed = {}  # what the audiences' frames share is packed once
-        frames = {audience: protocol.pack_diff(
-            version, ops, engine.redact_events(change.events, audience_viewer(audience, players)),
-            packed) for audience, ops in ops_of.items()}
+            frames = {audience: protocol.pack_diff(
+                version, diff(self._doc(loaded, audience), doc, shared),
+                engine.redact_events(change.events, audience_viewer(audience, players)), packed)
+                for audience, doc in docs.items()}
         now = self.now_ms()
         meta = lobby_meta(loaded.record if loaded.version > 0 else None, change.record)
         status = change.record.status

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.diff import PatchError, apply_ops, diff, same
+from server.diff import Bodies, PatchError, apply_ops, diff, diff_at, same
 
 scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=6) | (
     st.floats(allow_nan=False, allow_infinity=False)
@@ -142,3 +142,14 @@ def test_game_documents_diff_exactly_as_the_protocol_document_says() -> None:
                 assert diff(old_docs[audience], doc) == documented_diff(old_docs[audience], doc,
                                                                         [])
             old_docs = docs
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(plain, max_size=20), st.lists(plain, max_size=20))
+def test_a_list_diff_keeps_the_encoding_it_chose_by(old: list[Any], new: list[Any]) -> None:
+    bodies: Bodies = {}
+    ops = diff_at(old, new, ("game", "hand"), bodies)
+    assert ops == diff({"game": {"hand": old}}, {"game": {"hand": new}})
+    for kept, body in bodies.values():
+        assert kept is ops
+        assert msgpack.packb(ops) == msgpack.Packer().pack_array_header(len(ops)) + body

@@ -11,7 +11,8 @@ import msgpack
 import pytest
 
 import engine
-from server.diff import Memo, apply_ops, diff, same
+from server import protocol
+from server.diff import Bodies, Memo, apply_ops, diff, same
 from server.record import FINISHED, PLAYING, TableRecord
 from server.table_config import parse_create_request
 
@@ -71,6 +72,15 @@ def test_diffs_built_from_a_move_are_the_diffs_of_the_documents(preset: str,
             # and they are exactly what the frame carries (no shared object altered later)
             assert msgpack.unpackb(msgpack.packb(ops)) == msgpack.unpackb(
                 msgpack.packb(diff(old_docs[audience], new_docs[audience])))
+        # the frames packed group by group, as the commit packs them, are the frames whole
+        bodies: Bodies = {}
+        packed: protocol.Packed = {}
+        groups = after.move_groups(before, version, bodies)
+        assert groups is not None
+        events = [{"type": "play", "seat": 0, "tile": "6-6"}]
+        for audience, found in groups.items():
+            assert protocol.pack_diff_groups(version, found, events, packed, bodies) == \
+                protocol.pack(protocol.diff(version, moved[audience], events))
     assert taken >= moves * 0.6, (taken, moves)  # the hands' last moves and deals are not
 
 

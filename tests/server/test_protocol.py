@@ -272,6 +272,20 @@ def test_a_move_decodes_the_same_however_it_is_checked() -> None:
             protocol.decode(packed({"t": "move", "move": payload, **bad}))
 
 
+def test_a_diff_packed_by_groups_of_ops_is_the_frame_packed_whole() -> None:
+    many = [["=", ["game", "scores", k], k] for k in range(20)]
+    head = [["=", ["v"], 9]]
+    groups = [head, [["=", ["game", "turn"], 1], ["=", ["game", "boneyard"], 3]], many, []]
+    known = [["=", ["game", "hand"], ["6-6"]]]
+    bodies: protocol.Bodies = {id(known): (known, msgpack.packb(known)[1:])}
+    events = [{"type": "play", "seat": 0}]
+    for found in (groups, [head, known], [head, known, many], []):
+        flat = [op for group in found for op in group]
+        assert protocol.pack_diff_groups(9, found, events, {}, bodies) == \
+            protocol.pack(protocol.diff(9, flat, events))
+    assert bodies[id(many)] == (many, msgpack.packb(many)[3:])
+
+
 def test_connection_still_exports_close_and_pack() -> None:
     from server.connection import pack
 
