@@ -49,6 +49,7 @@ from engine.transcript import replay, replay_views, to_transcript, walk
 from engine.verify import verify
 from engine.views import (
     determinize,
+    game_change_blocks,
     redact_events,
     view,
     view_change_blocks,
@@ -83,6 +84,7 @@ __all__ = [
     "deal_next",
     "determinize",
     "finish_hand",
+    "game_change_blocks",
     "game_from_deal",
     "legal_moves",
     "load_transcript",

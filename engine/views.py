@@ -17,6 +17,7 @@ hand, not for transcripts. Imports only engine modules.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import is_
 from typing import Any
@@ -219,6 +220,80 @@ def view_change_blocks(before: GameState, state: GameState, viewers: Sequence[in
             blocks.append([_legal_change(before, state, viewer)])
         out.append(blocks)
     return out
+
+
+def game_change_blocks(before: GameState, state: GameState, viewers: Sequence[int | None]
+                       ) -> list[list[list[tuple[Any, ...]]]] | None:
+    """`view_change_blocks` for any change between two positions of one game: a move within a
+    hand as there, and any other (a hand's last move, a deal, the game's end) as every field
+    that may differ then, in the view's key order: ``("=", key, before's value, state's
+    value)``, or for a list that now has fewer items ``("cut", key, its first items before,
+    as many as it has now, how many it had, state's value)`` (what a list diff needs of the
+    longer list: the layout and the history of a finished hand are not built again). None
+    when the rules or the sides differ (not one game)."""
+    found = view_change_blocks(before, state, viewers)
+    if found is not None:
+        return found
+    old, table = before.table, state.table
+    if old.rules is not table.rules or old.sides != table.sides:
+        return None
+    masks, old_masks = state.hand_masks, before.hand_masks
+    head: list[tuple[Any, ...]] = [
+        ("=", "round", old.round, table.round), ("=", "leader", old.leader, table.leader),
+        ("=", "turn", before.turn, state.turn),
+        ("=", "scores", list(before.scores), list(state.scores))]
+    middle: list[tuple[Any, ...]] = [
+        ("=", "hand_counts", _counts(old_masks), _counts(masks)),
+        ("=", "boneyard", len(before.boneyard_tiles), len(state.boneyard_tiles)),
+        _list_change("layout", before.nodes, [_layout_item(n) for n in state.nodes],
+                     _layout_item),
+        ("=", "ends", [_end_item(e) for e in before.ends], [_end_item(e) for e in state.ends]),
+        ("=", "end_total", end_total(before.ends), end_total(state.ends))]
+    public = [_list_change("history", before.log, [_public_entry(e) for e in state.log],
+                           _public_entry)]
+    drawers = {e[0] for e in before.log if e[1] == DREW} | {
+        e[0] for e in state.log if e[1] == DREW}
+    rounds = [result_data(r.result) for r in table.past if r.result is not None]
+    if len(old.past) <= len(table.past) and all(map(is_, old.past, table.past)):
+        # the rounds finished before are the very same: so are their entries (the prefix)
+        earlier = rounds[:sum(r.result is not None for r in old.past)]
+    else:
+        earlier = [result_data(r.result) for r in old.past if r.result is not None]
+    tail: list[tuple[Any, ...]] = [
+        ("=", "rounds", earlier, rounds), ("=", "game_over", old.game_over, table.game_over),
+        ("=", "winner", old.winner, table.winner)]
+    out: list[list[list[tuple[Any, ...]]]] = []
+    for viewer in viewers:
+        blocks = [head]
+        if viewer is not None:
+            blocks.append([("=", "hand", _hand(old_masks[viewer]), _hand(masks[viewer]))])
+        blocks.append(middle)
+        if viewer in drawers:
+            shown = functools.partial(_entry_for, viewer)
+            blocks.append([_list_change("history", before.log, list(map(shown, state.log)),
+                                        shown)])
+        else:
+            blocks.append(public)
+        if viewer is not None and viewer in (before.turn, state.turn):
+            blocks.append([("=", "legal", _legal(before) if viewer == before.turn else [],
+                            _legal(state) if viewer == state.turn else [])])
+        blocks.append(tail)
+        out.append(blocks)
+    return out
+
+
+def _entry_for(viewer: int | None, entry: LogEntry) -> dict[str, object]:
+    return history_entry(entry, viewer)
+
+
+def _list_change(key: str, items: Sequence[Any], shown: list[Any],
+                 show: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """`game_change_blocks`' field of a list whose items before are ``show(item)`` for each of
+    ``items`` and ``shown`` now: "cut" when it is now shorter (only the first items before
+    are shown), else "=" with the whole list before."""
+    if len(shown) < len(items):
+        return ("cut", key, [show(item) for item in items[:len(shown)]], len(items), shown)
+    return ("=", key, [show(item) for item in items], shown)
 
 
 def _legal_change(before: GameState, state: GameState, seat: int) -> tuple[Any, ...]:

@@ -76,6 +76,17 @@ def diff_at(old: object, new: object, path: Sequence[str | int],
     return ops
 
 
+def diff_cut_at(kept: list[Any], length: int, new: list[Any], path: Sequence[str | int],
+                bodies: Bodies | None = None) -> list[Op]:
+    """`diff_at` of a list of ``length`` items and a shorter one, ``new``, given only the
+    first items of the longer (``kept``: as many as ``new`` has): a list diff looks at no
+    item of the longer list beyond those (the rest can be dropped: "~"), so the rest need not
+    be built."""
+    if not len(kept) == len(new) < length:
+        raise ValueError("kept must be as long as the new list, and that shorter than length")
+    return _diff_list([*kept, *[None] * (length - len(kept))], new, list(path), None, bodies)
+
+
 _PACKER = msgpack.Packer(use_bin_type=True)  # diffs are computed on one thread (the loop's)
 
 

@@ -21,7 +21,7 @@ import msgpack
 
 import engine
 from server import clock as clocks
-from server.diff import Bodies, Op, diff_at, same
+from server.diff import Bodies, Op, diff_at, diff_cut_at, same
 from server.table_config import TableConfig
 
 SPECTATORS = "s"
@@ -71,6 +71,8 @@ def _field_ops(field: tuple[Any, ...], bodies: Bodies | None) -> list[Op]:
         return [["+", ["game", field[1]], field[2]]]
     if kind == "emptied":  # §3: `=` with [] is no longer than `~` to 0
         return [["=", ["game", field[1]], []]]
+    if kind == "cut":
+        return diff_cut_at(field[2], field[3], field[4], ("game", field[1]), bodies)
     was, now = field[2], field[3]
     leaf = type(was)  # `diff_at`, without its call for a value that is no map or list
     if was is now:
@@ -315,6 +317,28 @@ class TableRecord:
         return {audience: [op for group in found for op in group]
                 for audience, found in groups.items()}
 
+    def change_groups(self, before: TableRecord, version: int, bodies: Bodies | None = None
+                      ) -> dict[str, list[list[Op]]] | None:
+        """`move_groups` for any change of a table in play (``before`` playing, this version
+        playing or finished): a move within a hand as there, anything else (a hand's last
+        move, a deal, the game's end, a seat or the table's settings changed) from every
+        field of the game that may differ (engine.game_change_blocks) and the diff of the
+        table's part. The very ops the documents' diff gives; None when only the documents
+        tell (a table waiting for players, or not one game)."""
+        if before.status != PLAYING or self.status == WAITING:
+            return None
+        if self.status == PLAYING and self._same_table(before):
+            moved = self.move_groups(before, version, bodies)
+            if moved is not None:
+                return moved
+        names, viewers = _audience_viewers(self.config.players)
+        changes = engine.game_change_blocks(before.game, self.game, viewers)
+        if changes is None:
+            return None
+        table: list[Op] = [] if self._same_table(before) else diff_at(
+            before.table_document(), self.table_document(), ("table",))
+        return self._grouped(names, changes, version, table, bodies)
+
     def move_groups(self, before: TableRecord, version: int, bodies: Bodies | None = None
                     ) -> dict[str, list[list[Op]]] | None:
         """`move_ops`, each audience's ops as the groups they come in (the version's, then
@@ -327,6 +351,14 @@ class TableRecord:
         changes = engine.view_change_blocks(before.game, self.game, viewers)
         if changes is None:
             return None
+        return self._grouped(names, changes, version, [], bodies)
+
+    @staticmethod
+    def _grouped(names: tuple[str, ...], changes: list[list[list[tuple[Any, ...]]]],
+                 version: int, table: list[Op], bodies: Bodies | None
+                 ) -> dict[str, list[list[Op]]]:
+        """Each audience's groups of ops: the version's, each block's (turned into ops once
+        for every audience that shares it) and then ``table``'s (the table's part)."""
         out: dict[str, list[list[Op]]] = {}
         done: dict[int, list[Op]] = {}  # the blocks audiences share: each diffed once
         head: list[Op] = [["=", ["v"], version]]
@@ -344,6 +376,8 @@ class TableRecord:
                     done[id(block)] = found
                 if found:
                     groups.append(found)
+            if table:
+                groups.append(table)
             out[audience] = groups
         return out
 

@@ -657,10 +657,11 @@ class TableService:
                       require: tuple[int, str] | None = None) -> int | None:
         version = loaded.version + 1
         players = change.record.config.players
-        # A move within a hand: the diffs from what it changed, and the documents only when
-        # somebody asks for one (a snapshot). Anything else: the documents and their diffs.
+        # A table in play: the diffs from what the change changed, and the documents only
+        # when somebody asks for one (a snapshot). Anything else: the documents and their
+        # diffs.
         bodies: Bodies = {}  # the move's groups of ops, packed once for every audience
-        groups_of = change.record.move_groups(loaded.record, version, bodies) \
+        groups_of = change.record.change_groups(loaded.record, version, bodies) \
             if loaded.version > 0 else None
         # A move that keeps its hand going is appended to the stored state (its notice carries
         # only the move too), up to `append_max` moves; anything else writes the whole state.

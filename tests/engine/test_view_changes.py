@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import engine
-from engine.views import view_changes, views
+from engine.views import game_change_blocks, view_changes, views
 
 
 def applied(before: dict[str, Any], fields: list[tuple[Any, ...]]) -> dict[str, Any]:
@@ -22,6 +22,11 @@ def applied(before: dict[str, Any], fields: list[tuple[Any, ...]]) -> dict[str, 
             after[key] = field[3]
         elif kind == "+":
             after[key] = [*before[key], *field[2]]
+        elif kind == "cut":
+            kept, length, shown = field[2], field[3], field[4]
+            assert len(kept) == len(shown) < length == len(before[key]), key
+            assert before[key][:len(kept)] == kept, key  # the items the list keeps
+            after[key] = shown
         else:
             assert kind == "emptied" and before[key], field
             after[key] = []
@@ -49,3 +54,30 @@ def test_the_listed_changes_turn_each_view_into_the_next(preset: str, players: i
                 assert applied(old, fields) == new
         state = after
     assert listed > 5 * ended > 0
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+@pytest.mark.parametrize("preset", ["all-fives", "draw", "fives-and-threes", "block-penalty"])
+@pytest.mark.parametrize("pause", [False, True])
+def test_every_change_of_a_game_is_listed_in_blocks(preset: str, players: int,
+                                                    pause: bool) -> None:
+    """`game_change_blocks`: after any move or deal (hands' last moves, the game's end, with
+    or without a pause between hands), the listed fields turn each view into the next; the
+    blocks viewers share are the very same lists."""
+    rng = random.Random(players * 17 + len(preset) + pause)
+    state = engine.new_game(preset, players, rng.randrange(2**62))
+    viewers: list[int | None] = [None, *range(players)]
+    while not state.game_over:
+        if state.turn is None:
+            after, _ = engine.deal_next(state)
+        else:
+            move = rng.choice(engine.legal_moves(state))
+            apply = engine.apply_until_hand_end if pause else engine.apply
+            after, _ = apply(state, state.turn, move)
+        blocks = game_change_blocks(state, after, viewers)
+        assert blocks is not None
+        for old, new, found in zip(views(state, viewers), views(after, viewers), blocks,
+                                   strict=True):
+            assert applied(old, [field for block in found for field in block]) == new
+        assert blocks[0][0] is blocks[1][0]  # what every viewer sees alike: one list
+        state = after

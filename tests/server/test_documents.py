@@ -13,7 +13,7 @@ import pytest
 import engine
 from server import protocol
 from server.diff import Bodies, Memo, apply_ops, diff, same
-from server.record import FINISHED, PLAYING, TableRecord
+from server.record import FINISHED, PLAYING, TableRecord, forfeit
 from server.table_config import parse_create_request
 
 
@@ -82,6 +82,72 @@ def test_diffs_built_from_a_move_are_the_diffs_of_the_documents(preset: str,
             assert protocol.pack_diff_groups(version, found, events, packed, bodies) == \
                 protocol.pack(protocol.diff(version, moved[audience], events))
     assert taken >= moves * 0.6, (taken, moves)  # the hands' last moves and deals are not
+
+
+def service_records(preset: str, players: int, seed: int, pause: bool,
+                    most: int = 300, max_hands: int | None = None) -> list[TableRecord]:
+    """A game played through the table service (a pause between hands when ``pause``, dealt
+    by `TableService.deal`), a seat handed to a stand-in bot midway, and a forfeit or the
+    game's end last."""
+    import redis.asyncio
+
+    from server.tables import TableService
+
+    rng = random.Random(seed)
+    service = TableService(redis.asyncio.Redis(), next_hand_s=20 if pause else 0,
+                           max_hands=max_hands)
+    record = TableRecord.new("docs3", parse_create_request({"players": players, "rules": preset}),
+                             0, rng.randrange(2**62), None)
+    records = [record, replace(record, status=PLAYING)]
+    while records[-1].status == PLAYING and len(records) < most:
+        record = records[-1]
+        if len(records) == 40:
+            seats = list(record.seats)
+            seats[1] = replace(seats[1], bot="greedy")
+            records.append(replace(record, seats=tuple(seats)))
+        elif record.next_hand is not None:
+            records.append(service.deal(record).record)
+        else:
+            seat = record.game.turn
+            move = rng.choice(engine.legal_moves(record.game))
+            records.append(service.play(record, seat, move, None).record)
+    if records[-1].status == PLAYING:
+        records.append(forfeit(records[-1], 0, "time", 10))
+    return records
+
+
+@pytest.mark.parametrize(("preset", "players", "pause", "most", "max_hands"), [
+    ("all-fives", 2, False, 300, None), ("all-fives", 2, True, 300, None),
+    ("draw", 4, False, 300, None), ("bergen", 3, True, 300, None),
+    ("fives-and-threes", 3, False, 300, None), ("block", 4, True, 300, None),
+    ("all-fives", 3, True, 60, None),  # a forfeit in the middle of a hand
+    ("all-fives", 2, True, 300, 2), ("block", 3, False, 300, 3)])  # the hand limit
+def test_every_change_of_a_table_in_play_diffs_as_its_documents(
+        preset: str, players: int, pause: bool, most: int, max_hands: int | None) -> None:
+    """`TableRecord.change_groups` (the commit's path for a table in play, whatever changed:
+    moves, hands' last moves, deals, a seat, the game's end) gives every audience the very ops
+    the documents' diff gives, and frames packed as the commit packs them."""
+    records = service_records(preset, players, seed=players * 5 + len(preset), pause=pause,
+                              most=most, max_hands=max_hands)
+    assert records[-1].status == FINISHED
+    if max_hands is not None:
+        assert records[-1].result is not None
+        assert records[-1].result["reason"] == "hand_limit", records[-1].result
+    events = [{"type": "play", "seat": 0, "tile": "6-6"}]
+    for version, (before, after) in enumerate(itertools.pairwise(records[1:]), start=2):
+        bodies: Bodies = {}
+        groups = after.change_groups(before, version, bodies)
+        assert groups is not None, version
+        old_docs, new_docs = before.documents(version - 1), after.documents(version)
+        assert groups.keys() == new_docs.keys()
+        packed: protocol.Packed = {}
+        for audience, found in groups.items():
+            ops = diff(old_docs[audience], new_docs[audience])
+            assert [op for group in found for op in group] == ops, (preset, version, audience)
+            assert protocol.pack_diff_groups(version, found, events, packed, bodies) == \
+                protocol.pack(protocol.diff(version, ops, events))
+    waiting = TableRecord.new("docs4", parse_create_request({"players": 2}), 0, 7, None)
+    assert records[1].change_groups(waiting, 2) is None  # a game starting: its documents
 
 
 def test_a_move_that_ends_a_hand_or_changes_the_table_is_left_to_the_documents() -> None:
