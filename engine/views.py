@@ -190,20 +190,24 @@ def view_change_blocks(before: GameState, state: GameState, viewers: Sequence[in
     if grown_nodes < 0 or grown_log < 0 or not all(map(is_, state.nodes, before.nodes)) \
             or not all(map(is_, state.log, before.log)):
         return None
-    head: list[tuple[Any, ...]] = [
-        ("=", "turn", before.turn, state.turn),
-        ("=", "scores", list(before.scores), list(state.scores))]
+    # only the fields that differ: most moves score nothing, and only draws empty the boneyard
+    head: list[tuple[Any, ...]] = [("=", "turn", before.turn, state.turn)]
+    if state.scores != before.scores:
+        head.append(("=", "scores", list(before.scores), list(state.scores)))
     masks, old_masks = state.hand_masks, before.hand_masks
     tail: list[tuple[Any, ...]] = []
     if masks != old_masks:
         tail.append(("=", "hand_counts", _counts(old_masks), _counts(masks)))
-    tail.append(("=", "boneyard", len(before.boneyard_tiles), len(state.boneyard_tiles)))
+    if len(state.boneyard_tiles) != len(before.boneyard_tiles):
+        tail.append(("=", "boneyard", len(before.boneyard_tiles), len(state.boneyard_tiles)))
     if grown_nodes:
         tail.append(("+", "layout", [_layout_item(n) for n in state.nodes[-grown_nodes:]]))
     if state.ends is not before.ends:
         tail.append(("=", "ends", [_end_item(e) for e in before.ends],
                      [_end_item(e) for e in state.ends]))
-    tail.append(("=", "end_total", end_total(before.ends), end_total(state.ends)))
+        old_total, total = end_total(before.ends), end_total(state.ends)
+        if total != old_total:
+            tail.append(("=", "end_total", old_total, total))
     logged = state.log[-grown_log:] if grown_log else ()
     public = [("+", "history", [_public_entry(e) for e in logged])] if logged else None
     drew = {e[0] for e in logged if e[1] == DREW}
