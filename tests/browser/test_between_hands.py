@@ -50,10 +50,13 @@ def play_a_hand(pages: list[Page]) -> None:
 
 
 def two_players(
-    browser: Browser, service: ServiceProcess, size: dict[str, Any]
+    browser: Browser, service: ServiceProcess, size: dict[str, Any], **options: Any
 ) -> tuple[str, Page, Page]:
+    """A two-seat table (of `options`) with ann at seat 0 and bob at seat 1, each on a page of
+    `size`, both dealt their hands."""
     table = post_json(
-        f"{service.url}/api/tables", {"rules": "all-fives", "players": 2, "name": "Pause"}
+        f"{service.url}/api/tables",
+        {"rules": "all-fives", "players": 2, "name": "Pause", **options},
     )["id"]
     ann = open_table(browser, service.url, table, **size)
     bob = open_table(browser, service.url, table, **size)

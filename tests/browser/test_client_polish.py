@@ -17,7 +17,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import DESKTOP, PHONE, post_json
-from tests.browser.test_client import open_table, sit, version
+from tests.browser.test_between_hands import two_players
+from tests.browser.test_client import open_table, version
 from tests.browser.test_feedback import play_short_game, wait_for_turn
 from tests.browser.test_player_review import against_bot, lost_on_time
 from tests.browser.test_players import api, registered, take_seat, username
@@ -26,20 +27,6 @@ from tests.support.servers import ServiceProcess
 pytestmark = pytest.mark.browser
 
 NAMES = {"0": "ann", "1": "bob"}
-
-
-def two_people(service: ServiceProcess, browser: Browser, **options: Any) -> tuple[str, Page, Page]:
-    """A two-seat table of `options` with ann at seat 0 and bob at seat 1, each on a page."""
-    table = post_json(f"{service.url}/api/tables", {
-        "rules": "all-fives", "players": 2, "name": "Polish", **options,
-    })["id"]
-    ann = open_table(browser, service.url, table, **DESKTOP)
-    bob = open_table(browser, service.url, table, **DESKTOP)
-    sit(ann, 0, "ann")
-    sit(bob, 1, "bob")
-    for page in (ann, bob):
-        expect(page.locator(".hand .hand-tile")).to_have_count(7)
-    return table, ann, bob
 
 
 def lead_while_offline(page: Page) -> str:
@@ -62,7 +49,7 @@ def seat_of(page: Page) -> str:
 def test_a_move_made_offline_that_the_game_moved_past_is_refused_with_a_notice(
     browser: Browser, service: ServiceProcess
 ) -> None:
-    _, ann, bob = two_people(service, browser, clock={
+    _, ann, bob = two_players(browser, service, DESKTOP, clock={
         "kind": "realtime", "move_s": 8, "reserve_s": 0}, on_timeout="bot")
     page = wait_for_turn([ann, bob])
     other = bob if page is ann else ann
@@ -87,7 +74,7 @@ def test_a_move_made_offline_that_the_game_moved_past_is_refused_with_a_notice(
 def test_a_move_made_offline_is_played_when_it_still_may_be_though_the_table_moved_on(
     browser: Browser, service: ServiceProcess
 ) -> None:
-    table, ann, bob = two_people(service, browser)
+    table, ann, bob = two_players(browser, service, DESKTOP)
     page = wait_for_turn([ann, bob])
     other = bob if page is ann else ann
     name = NAMES[seat_of(page)]
