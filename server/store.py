@@ -73,7 +73,8 @@ taken): the tables an account (``p:<id>``) or guest (``g:<hash>``) sits at (serv
 a table is dropped when the identity's seat there is left or freed, a guest's when its game
 ends (server.tables), and entries of tables left, finished or gone when read; emptied, the key
 is gone, else it expires ``SEATED_KEEP_S``, 90 days,
-after it was last written or read). Channel ``inbox:<player id>``:
+after it was last written or read (a guest's: after its last seat taken at a game in play or
+its game's start; while its tables all wait, with them, `add_seated`)). Channel ``inbox:<player id>``:
 a player's notices (server.inbox). ``online:<player id>`` (hash process id -> expiry ms,
 the key expiring with its newest entry): the processes holding a ``/ws/me`` socket of the
 player, each entry renewed while it does (server.inbox; "online" = an entry not expired).
@@ -166,6 +167,13 @@ for i = 2, #KEYS do
   if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
 end
 return ttl
+"""
+_SEATED_LUA = """
+-- KEYS: 1 a seated:<identity> list; ARGV: 1 the table, 2 the ms its seat was taken, 3 the
+-- least lifetime (ms) the list now needs: it is lengthened to that, never shortened
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 """
 _KEEP_LUA = """
 -- KEYS: 1 version, 2 a key of the table written outside a commit; ARGV: 1 its value. Only for
@@ -574,6 +582,7 @@ class Store:
         self._share = client.register_script(_SHARE_LUA)
         self._seen = client.register_script(_SEEN_LUA)
         self._keep = client.register_script(_KEEP_LUA)
+        self._seated = client.register_script(_SEATED_LUA)
         self._refresh = client.register_script(_REFRESH_LUA)
         self._hit = client.register_script(_HIT_LUA)
         self._retain = client.register_script(_RETAIN_LUA)
@@ -886,11 +895,14 @@ class Store:
 
     @reconnecting
     async def seated_tables(self, identity: str) -> list[str]:
-        """The tables ``identity`` took a seat at (oldest first), whatever became of them."""
+        """The tables ``identity`` took a seat at (oldest first), whatever became of them. An
+        account's list read is kept SEATED_KEEP_S more; a guest's keeps the lifetime its seats
+        gave it (`add_seated`)."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.zrange(seated_key(identity), 0, -1)
-            pipe.expire(seated_key(identity), SEATED_KEEP_S)
-            raw, _ = await pipe.execute()
+            if player_of(identity) is not None:
+                pipe.expire(seated_key(identity), SEATED_KEEP_S)
+            raw = (await pipe.execute())[0]
         return [as_bytes(member).decode() for member in raw]
 
     @reconnecting
@@ -904,12 +916,24 @@ class Store:
         return [[as_bytes(member).decode() for member in raw] for raw in found]
 
     @reconnecting
-    async def add_seated(self, identity: str, table_id: str, taken_ms: int) -> None:
-        """Note a seat taken; the key lasts SEATED_KEEP_S from its last change or read."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zadd(seated_key(identity), {table_id: taken_ms})
-            pipe.expire(seated_key(identity), SEATED_KEEP_S)
-            await pipe.execute()
+    async def add_seated(self, identity: str, table_id: str, taken_ms: int,
+                         keep_s: float = SEATED_KEEP_S) -> None:
+        """Note a seat taken; the key lasts at least ``keep_s`` from now (never less than it
+        had): SEATED_KEEP_S for an account, or a seat at a game in play; a guest's seat at a
+        waiting table only as long as that table may wait, so that a list of tables that never
+        started goes with them."""
+        await self._seated(keys=[seated_key(identity)],
+                           args=[table_id, taken_ms, max(1, round(keep_s * 1000))])
+
+    @reconnecting
+    async def keep_seated(self, identities: Sequence[str]) -> None:
+        """The lists of these identities (those that exist) kept SEATED_KEEP_S from now: their
+        game started."""
+        if identities:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for identity in identities:
+                    pipe.expire(seated_key(identity), SEATED_KEEP_S)
+                await pipe.execute()
 
     @reconnecting
     async def drop_seated(self, identity: str, table_ids: Sequence[str]) -> None:

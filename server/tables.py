@@ -53,6 +53,7 @@ from server.rejected import Rejected
 from server.settings import Settings
 from server.store import (
     INVITE_FIELD,
+    SEATED_KEEP_S,
     TABLE_ID,
     Frames,
     Store,
@@ -738,6 +739,11 @@ class TableService:
             # slots): a failure here is repaired when the lobby is next listed.
             with contextlib.suppress(RedisError):
                 await self.store.index_public(table_id, change.record.created_ms, status)
+        if loaded.version > 0 and loaded.record.status == WAITING and status == PLAYING:
+            # its guests' lists of tables, kept as long as a waiting table, now last as accounts'
+            with contextlib.suppress(RedisError):
+                await self.store.keep_seated([g for g in seat_holders(change.record)
+                                              if player_of(g) is None])
         ended = status == FINISHED and loaded.record.status != FINISHED
         if loaded.version > 0 and (change.record.seats is not loaded.record.seats or ended):
             await self._unseat(table_id, version, loaded.record, change.record)
@@ -766,7 +772,8 @@ class TableService:
             record = (await self.load(table_id)).record
             if record.status != FINISHED:
                 for identity in gone & seat_holders(record):
-                    await self.store.add_seated(identity, table_id, self.now_ms())
+                    await self.store.add_seated(identity, table_id, self.now_ms(),
+                                                self._seated_keep_s(identity, record.status))
         except (RedisError, OSError, Rejected) as exc:
             log.info("seat index of %s not updated: %r", table_id, exc)
 
@@ -834,6 +841,7 @@ class TableService:
         token = secrets.token_urlsafe(32)
         hashed = token_hash(token)
         taken: list[int] = []
+        started: list[bool] = []  # whether this join started the game
         if player is not None:
             name = str(player["name"])
 
@@ -865,7 +873,8 @@ class TableService:
             seats[chosen] = Seat(name=name, bot=None, taken=True, owner=owner, player=player)
             record = replace(record, seats=tuple(seats))
             events: list[dict[str, Any]] = [{"type": "seat", "seat": chosen, "name": name}]
-            if all(s.taken for s in seats):
+            started[:] = [all(s.taken for s in seats)]
+            if started[0]:
                 record = self._start(record)
                 events.append({"type": "table", "status": PLAYING})
             return Change(record, events, ("set", chosen, hashed), takes_seat=True)
@@ -877,8 +886,17 @@ class TableService:
             now = self.now_ms()
             await self.store.mark_seen(table_id, {taken[0]: now})
             if owner is not None:
-                await self.store.add_seated(owner, table_id, now)
+                await self.store.add_seated(owner, table_id, now,
+                                            self._seated_keep_s(owner, PLAYING if started[0]
+                                                                else WAITING))
         return taken[0], token
+
+    def _seated_keep_s(self, identity: str, status: str) -> float:
+        """How long a seat at a table of ``status`` keeps ``identity``'s list of tables: a
+        guest's seat at a waiting table as long as the table may wait (`Store.add_seated`)."""
+        if status == WAITING and player_of(identity) is None:
+            return self.lifetime_ms[WAITING] / 1000
+        return SEATED_KEEP_S
 
     async def seated(self, owner: str) -> list[dict[str, Any]]:
         """The tables ``owner`` sits at now (waiting or in play, the seat not left), oldest

@@ -335,6 +335,37 @@ async def test_seats_taken_by_throwaway_guests_leave_no_keys_behind_their_tables
         assert await seated_lists_naming(redis_client, played) == {}
 
 
+async def test_a_guests_list_of_tables_lasts_no_longer_than_its_waiting_table(
+    expiring: ServiceProcess, redis_client: redis.asyncio.Redis
+) -> None:
+    """A throwaway guest per join at a table that never starts: the seat is held (its socket
+    open) until the waiting table expires, and the guest's list of tables
+    (`seated:g:<hash>`) expires with it instead of naming a gone table for 90 days. Once a
+    game starts, its guests' lists are kept SEATED_KEEP_S, as an account's."""
+    async with httpx.AsyncClient(base_url=expiring.url, timeout=10) as guest:
+        table = await create_table(guest)
+        token = await join(guest, table, 0, "ann")
+    kept = await seated_lists_naming(redis_client, table)
+    assert len(kept) == 1
+    assert 0 < max(kept.values()) <= 2000  # WAITING_TTL: no longer than its table
+    player = await GameClient.connect(expiring.ws_url)
+    assert (await player.hello(table, token))["t"] == "welcome"
+    assert await gone(redis_client, table), "the table should have expired"
+    await asyncio.sleep(0.3)
+    assert await seated_lists_naming(redis_client, table) == {}
+    await player.close()
+
+    async with httpx.AsyncClient(base_url=expiring.url, timeout=10) as ann, \
+            httpx.AsyncClient(base_url=expiring.url, timeout=10) as bob:
+        started = await create_table(ann)
+        await join(ann, started, 0, "ann")
+        assert max((await seated_lists_naming(redis_client, started)).values()) <= 2000
+        await join(bob, started, 1, "bob")  # the game starts
+    kept = await seated_lists_naming(redis_client, started)
+    assert len(kept) == 2
+    assert min(kept.values()) > 89 * 86400 * 1000, kept
+
+
 async def test_a_seat_taken_again_while_the_last_one_is_dropped_stays_listed(
     redis_client: redis.asyncio.Redis,
 ) -> None:
