@@ -74,10 +74,11 @@ a table is dropped when the identity's seat there is left or freed, a guest's wh
 ends (server.tables), and entries of tables left, finished or gone when read; emptied, the key
 is gone, else it expires ``SEATED_KEEP_S``, 90 days,
 after it was last written or read (a guest's: after its last seat taken at a game in play or
-its game's start; while its tables all wait, with them, `add_seated`)). Channel ``inbox:<player id>``:
-a player's notices (server.inbox). ``online:<player id>`` (hash process id -> expiry ms,
-the key expiring with its newest entry): the processes holding a ``/ws/me`` socket of the
-player, each entry renewed while it does (server.inbox; "online" = an entry not expired).
+its game's start; while its tables all wait, with them, `add_seated`)).
+Channel ``inbox:<player id>``: a player's notices (server.inbox). ``online:<player id>``
+(hash process id -> expiry ms, the key expiring with its newest entry): the processes holding
+a ``/ws/me`` socket of the player, each entry renewed while it does (server.inbox; "online" =
+an entry not expired).
 Fixed windows of server.social in ``quota:<name>`` (`Store.hit`): ``quota:msg:<player id>``,
 ``quota:invite:<player id>``, ``quota:follow:<player id>``. Counters of
 server.accounts (fixed windows, own expiry): ``login:fail:a:<name>``,
@@ -169,9 +170,10 @@ end
 return ttl
 """
 _SEATED_LUA = """
--- KEYS: 1 a seated:<identity> list; ARGV: 1 the table, 2 the ms its seat was taken, 3 the
--- least lifetime (ms) the list now needs: it is lengthened to that, never shortened
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+-- KEYS: 1 a seated:<identity> list; ARGV: 1 the table (listed unless it is: its time kept),
+-- 2 the ms its seat was taken, 3 the least lifetime (ms) the list now needs: it is lengthened
+-- to that, never shortened
+redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 """
@@ -918,22 +920,12 @@ class Store:
     @reconnecting
     async def add_seated(self, identity: str, table_id: str, taken_ms: int,
                          keep_s: float = SEATED_KEEP_S) -> None:
-        """Note a seat taken; the key lasts at least ``keep_s`` from now (never less than it
-        had): SEATED_KEEP_S for an account, or a seat at a game in play; a guest's seat at a
-        waiting table only as long as that table may wait, so that a list of tables that never
-        started goes with them."""
+        """Note a seat taken (a table listed already keeps its time); the key lasts at least
+        ``keep_s`` from now (never less than it had): SEATED_KEEP_S for an account, or a seat
+        at a game in play; a guest's seat at a waiting table only as long as that table may
+        wait, so that a list of tables that never started goes with them."""
         await self._seated(keys=[seated_key(identity)],
                            args=[table_id, taken_ms, max(1, round(keep_s * 1000))])
-
-    @reconnecting
-    async def keep_seated(self, identities: Sequence[str]) -> None:
-        """The lists of these identities (those that exist) kept SEATED_KEEP_S from now: their
-        game started."""
-        if identities:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for identity in identities:
-                    pipe.expire(seated_key(identity), SEATED_KEEP_S)
-                await pipe.execute()
 
     @reconnecting
     async def drop_seated(self, identity: str, table_ids: Sequence[str]) -> None:

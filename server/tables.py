@@ -739,11 +739,15 @@ class TableService:
             # slots): a failure here is repaired when the lobby is next listed.
             with contextlib.suppress(RedisError):
                 await self.store.index_public(table_id, change.record.created_ms, status)
-        if loaded.version > 0 and loaded.record.status == WAITING and status == PLAYING:
-            # its guests' lists of tables, kept as long as a waiting table, now last as accounts'
+        if loaded.version > 0 and loaded.record.status == WAITING \
+                and change.record.seats is not loaded.record.seats:
+            # A join renews a waiting table's lifetime, or starts its game: its guests' lists of
+            # tables, kept as long as the table may wait, are kept with it (`_seated_keep_s`).
             with contextlib.suppress(RedisError):
-                await self.store.keep_seated([g for g in seat_holders(change.record)
-                                              if player_of(g) is None])
+                for guest in seat_holders(change.record):
+                    if player_of(guest) is None:
+                        await self.store.add_seated(guest, table_id, self.now_ms(),
+                                                    self._seated_keep_s(guest, status))
         ended = status == FINISHED and loaded.record.status != FINISHED
         if loaded.version > 0 and (change.record.seats is not loaded.record.seats or ended):
             await self._unseat(table_id, version, loaded.record, change.record)
@@ -841,7 +845,6 @@ class TableService:
         token = secrets.token_urlsafe(32)
         hashed = token_hash(token)
         taken: list[int] = []
-        started: list[bool] = []  # whether this join started the game
         if player is not None:
             name = str(player["name"])
 
@@ -873,8 +876,7 @@ class TableService:
             seats[chosen] = Seat(name=name, bot=None, taken=True, owner=owner, player=player)
             record = replace(record, seats=tuple(seats))
             events: list[dict[str, Any]] = [{"type": "seat", "seat": chosen, "name": name}]
-            started[:] = [all(s.taken for s in seats)]
-            if started[0]:
+            if all(s.taken for s in seats):
                 record = self._start(record)
                 events.append({"type": "table", "status": PLAYING})
             return Change(record, events, ("set", chosen, hashed), takes_seat=True)
@@ -885,10 +887,8 @@ class TableService:
             # Until its person connects, the seat counts as last seen when it was taken.
             now = self.now_ms()
             await self.store.mark_seen(table_id, {taken[0]: now})
-            if owner is not None:
-                await self.store.add_seated(owner, table_id, now,
-                                            self._seated_keep_s(owner, PLAYING if started[0]
-                                                                else WAITING))
+            if owner is not None and player_of(owner) is not None:  # (a guest's: `write`)
+                await self.store.add_seated(owner, table_id, now)
         return taken[0], token
 
     def _seated_keep_s(self, identity: str, status: str) -> float:

@@ -355,15 +355,29 @@ async def test_a_guests_list_of_tables_lasts_no_longer_than_its_waiting_table(
     assert await seated_lists_naming(redis_client, table) == {}
     await player.close()
 
+    # A join renews a waiting table's lifetime, and its guests' lists with it; the last join
+    # starts the game (connected, so that no seat is freed meanwhile)
     async with httpx.AsyncClient(base_url=expiring.url, timeout=10) as ann, \
-            httpx.AsyncClient(base_url=expiring.url, timeout=10) as bob:
-        started = await create_table(ann)
-        await join(ann, started, 0, "ann")
+            httpx.AsyncClient(base_url=expiring.url, timeout=10) as bob, \
+            httpx.AsyncClient(base_url=expiring.url, timeout=10) as cat:
+        started = await create_table(ann, players=3)
+        sockets = [await GameClient.connect(expiring.ws_url)]
+        assert (await sockets[0].hello(started, await join(ann, started, 0, "ann")))["t"] \
+            == "welcome"
         assert max((await seated_lists_naming(redis_client, started)).values()) <= 2000
-        await join(bob, started, 1, "bob")  # the game starts
+        await asyncio.sleep(1.2)
+        sockets.append(await GameClient.connect(expiring.ws_url))
+        assert (await sockets[1].hello(started, await join(bob, started, 1, "bob")))["t"] \
+            == "welcome"
+        await asyncio.sleep(1.2)  # ann's list would have gone with the table's first lifetime
+        kept = await seated_lists_naming(redis_client, started)
+        assert len(kept) == 2 and max(kept.values()) <= 2000, kept
+        await join(cat, started, 2, "cat")  # the game starts
     kept = await seated_lists_naming(redis_client, started)
-    assert len(kept) == 2
+    assert len(kept) == 3
     assert min(kept.values()) > 89 * 86400 * 1000, kept
+    for socket in sockets:
+        await socket.close()
 
 
 async def test_a_seat_taken_again_while_the_last_one_is_dropped_stays_listed(
