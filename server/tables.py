@@ -739,10 +739,10 @@ class TableService:
             # slots): a failure here is repaired when the lobby is next listed.
             with contextlib.suppress(RedisError):
                 await self.store.index_public(table_id, change.record.created_ms, status)
-        if loaded.version > 0 and loaded.record.status == WAITING \
-                and change.record.seats is not loaded.record.seats:
-            # A join renews a waiting table's lifetime, or starts its game: its guests' lists of
-            # tables, kept as long as the table may wait, are kept with it (`_seated_keep_s`).
+        if loaded.version > 0 and loaded.record.status == WAITING:
+            # A commit renews a waiting table's lifetime (a join may start its game): its
+            # guests' lists of tables, kept as long as the table may wait, are kept with it
+            # (`_seated_keep_s`).
             with contextlib.suppress(RedisError):
                 for guest in seat_holders(change.record):
                     if player_of(guest) is None:

@@ -380,6 +380,24 @@ async def test_a_guests_list_of_tables_lasts_no_longer_than_its_waiting_table(
         await socket.close()
 
 
+async def test_a_guests_list_is_kept_with_a_waiting_table_whatever_commit_renews_it(
+    expiring: ServiceProcess, redis_client: redis.asyncio.Redis
+) -> None:
+    """Not only a join renews a waiting table's lifetime: a resume (a new token for the seat,
+    no seat changed) does too, and the guest's list is kept with it."""
+    async with browser(expiring) as guest:
+        table = await create_table(guest)
+        await join(guest, table, 0, "ann")
+        await asyncio.sleep(1.2)
+        resumed = await guest.post(f"/api/tables/{table}/resume", json={})
+        assert resumed.status_code == 200, resumed.text
+        await asyncio.sleep(1.2)  # past the table's first lifetime, within its renewed one
+        assert await redis_client.exists(TableKeys(table).version)
+        kept = await seated_lists_naming(redis_client, table)
+        assert len(kept) == 1 and max(kept.values()) <= 2000, kept
+        assert [t["id"] for t in (await guest.get("/api/me/tables")).json()["tables"]] == [table]
+
+
 async def test_a_seat_taken_again_while_the_last_one_is_dropped_stays_listed(
     redis_client: redis.asyncio.Redis,
 ) -> None:
