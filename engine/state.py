@@ -132,17 +132,19 @@ class GameState:
         return tuple(r.result for r in self.table.past if r.result is not None)
 
 
-def _twin(record: type) -> Any:
+def twin(record: type) -> Any:
     """An unfrozen class with `record`'s slots: an instance filled with plain slot stores
-    becomes a `record` by assigning its `__class__` (the layouts are the same)."""
+    becomes a `record` by assigning its `__class__` (the layouts are the same). How the hot paths
+build frozen slotted records (here and in the server) without the frozen `__init__`'s
+`object.__setattr__` per field."""
     return type(f"_{record.__name__}Slots", (), {"__slots__": record.__dict__["__slots__"]})
 
 
 _new = object.__new__
-_StateSlots = _twin(GameState)
-_TableSlots = _twin(Table)
-_ResultSlots = _twin(HandResult)
-_RecordSlots = _twin(RoundRecord)
+_StateSlots = twin(GameState)
+_TableSlots = twin(Table)
+_ResultSlots = twin(HandResult)
+_RecordSlots = twin(RoundRecord)
 
 
 def make_state(

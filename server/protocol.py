@@ -251,7 +251,8 @@ def decode(data: bytes) -> ClientMessage:
 
 
 _STR = repeat(str)
-_MoveSlots: Any = type("_MoveSlots", (), {"__slots__": Move.__slots__})
+_MoveSlots: Any = type("_MoveSlots", (), {"__slots__": Move.__slots__})  # (engine.state.twin:
+# this module imports nothing of the game)
 
 
 def _new_move(client_id: str, version: int, move: Mapping[str, object]) -> Move:

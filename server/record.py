@@ -20,6 +20,7 @@ from typing import Any, Literal, cast
 import msgpack
 
 import engine
+from engine.state import twin
 from server import clock as clocks
 from server.diff import Bodies, Op, diff_at, diff_cut_at, same
 from server.table_config import TableConfig
@@ -442,7 +443,7 @@ class TableRecord:
 
 _new = object.__new__
 # TableRecord's slots on an unfrozen class: `with_game` fills one, then makes it a TableRecord.
-_RecordSlots: Any = type("_TableRecordSlots", (), {"__slots__": TableRecord.__slots__})
+_RecordSlots = twin(TableRecord)
 
 _ENCODED: OrderedDict[int, tuple[object, tuple[object, ...], int, bytes]] = OrderedDict()
 ENCODED_KEPT = 4096  # entries of `_encoded_once`: two per table a process writes

@@ -119,10 +119,7 @@ class CommitLink:
                       args: Sequence[Arg]) -> Any:
         """Run a script by its digest; a Redis that does not have it (restarted, flushed)
         runs it from its text instead, and keeps it."""
-        protocol = self._protocol  # `_connected`, without awaiting it when the link is open
-        if protocol is None or self._loop is not asyncio.get_running_loop() \
-                or not self._usable():
-            protocol = await self._connected()
+        protocol = self._open_now() or await self._connected()
         reply = await _send(protocol, ("EVALSHA", sha, len(keys), *keys, *args))
         if isinstance(reply, ResponseError):
             if not str(reply).startswith("NOSCRIPT"):
@@ -141,13 +138,20 @@ class CommitLink:
         if protocol is not None and protocol.transport is not None:
             protocol.transport.close()
 
+    def _open_now(self) -> _Protocol | None:
+        """The link's connection when it is open on the running loop (nothing to await),
+        else None."""
+        if self._loop is asyncio.get_running_loop() and self._usable():
+            return self._protocol
+        return None
+
     async def _connected(self) -> _Protocol:
+        found = self._open_now()
+        if found is not None:
+            return found
         loop = asyncio.get_running_loop()
         if self._loop is not loop:  # first use, or a new event loop: start afresh
             self._loop, self._lock, self._protocol = loop, asyncio.Lock(), None
-        if self._usable():
-            assert self._protocol is not None
-            return self._protocol
         assert self._lock is not None
         async with self._lock:
             if not self._usable():

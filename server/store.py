@@ -918,14 +918,21 @@ class Store:
         return [[as_bytes(member).decode() for member in raw] for raw in found]
 
     @reconnecting
-    async def add_seated(self, identity: str, table_id: str, taken_ms: int,
+    async def add_seated(self, identities: Sequence[str], table_id: str, taken_ms: int,
                          keep_s: float = SEATED_KEEP_S) -> None:
-        """Note a seat taken (a table listed already keeps its time); the key lasts at least
-        ``keep_s`` from now (never less than it had): SEATED_KEEP_S for an account, or a seat
-        at a game in play; a guest's seat at a waiting table only as long as that table may
-        wait, so that a list of tables that never started goes with them."""
-        await self._seated(keys=[seated_key(identity)],
-                           args=[table_id, taken_ms, max(1, round(keep_s * 1000))])
+        """Note a seat taken at ``table_id`` by each of ``identities`` (a table listed already
+        keeps its time), in one round trip; each key lasts at least ``keep_s`` from now (never
+        less than it had): SEATED_KEEP_S for an account, or a seat at a game in play; a
+        guest's seat at a waiting table only as long as that table may wait, so that a list of
+        tables that never started goes with them."""
+        if not identities:
+            return
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for identity in identities:
+                await self._seated(keys=[seated_key(identity)],
+                                   args=[table_id, taken_ms, max(1, round(keep_s * 1000))],
+                                   client=pipe)
+            await pipe.execute()
 
     @reconnecting
     async def drop_seated(self, identity: str, table_ids: Sequence[str]) -> None:

@@ -29,6 +29,7 @@ import redis.asyncio
 from redis.exceptions import RedisError
 
 import engine
+from engine.state import twin
 from server import protocol, replays
 from server.diff import Bodies, Memo, diff
 from server.processes import worker_pool
@@ -114,8 +115,8 @@ class Change:
 
 
 _new = object.__new__
-_LoadedSlots: Any = type("_LoadedSlots", (), {"__slots__": Loaded.__slots__})
-_ChangeSlots: Any = type("_ChangeSlots", (), {"__slots__": Change.__slots__})
+_LoadedSlots = twin(Loaded)
+_ChangeSlots = twin(Change)
 
 
 def new_loaded(version: int, record: TableRecord, docs: dict[str, dict[str, Any] | None],
@@ -743,11 +744,10 @@ class TableService:
             # A commit renews a waiting table's lifetime (a join may start its game): its
             # guests' lists of tables, kept as long as the table may wait, are kept with it
             # (`_seated_keep_s`).
+            guests = [g for g in seat_holders(change.record) if player_of(g) is None]
             with contextlib.suppress(RedisError):
-                for guest in seat_holders(change.record):
-                    if player_of(guest) is None:
-                        await self.store.add_seated(guest, table_id, self.now_ms(),
-                                                    self._seated_keep_s(guest, status))
+                await self.store.add_seated(guests, table_id, self.now_ms(),
+                                            self._seated_keep_s(True, status))
         ended = status == FINISHED and loaded.record.status != FINISHED
         if loaded.version > 0 and (change.record.seats is not loaded.record.seats or ended):
             await self._unseat(table_id, version, loaded.record, change.record)
@@ -776,8 +776,9 @@ class TableService:
             record = (await self.load(table_id)).record
             if record.status != FINISHED:
                 for identity in gone & seat_holders(record):
-                    await self.store.add_seated(identity, table_id, self.now_ms(),
-                                                self._seated_keep_s(identity, record.status))
+                    await self.store.add_seated(
+                        [identity], table_id, self.now_ms(),
+                        self._seated_keep_s(player_of(identity) is None, record.status))
         except (RedisError, OSError, Rejected) as exc:
             log.info("seat index of %s not updated: %r", table_id, exc)
 
@@ -888,13 +889,13 @@ class TableService:
             now = self.now_ms()
             await self.store.mark_seen(table_id, {taken[0]: now})
             if owner is not None and player_of(owner) is not None:  # (a guest's: `write`)
-                await self.store.add_seated(owner, table_id, now)
+                await self.store.add_seated([owner], table_id, now)
         return taken[0], token
 
-    def _seated_keep_s(self, identity: str, status: str) -> float:
-        """How long a seat at a table of ``status`` keeps ``identity``'s list of tables: a
+    def _seated_keep_s(self, guest: bool, status: str) -> float:
+        """How long a seat at a table of ``status`` keeps its holder's list of tables: a
         guest's seat at a waiting table as long as the table may wait (`Store.add_seated`)."""
-        if status == WAITING and player_of(identity) is None:
+        if status == WAITING and guest:
             return self.lifetime_ms[WAITING] / 1000
         return SEATED_KEEP_S
 
@@ -1008,7 +1009,7 @@ class TableService:
                     await self.write(table_id, change)
                 except Rejected:
                     continue  # gone, finished or left meanwhile: nothing to move
-                await self.store.add_seated(owner, table_id, self.now_ms())
+                await self.store.add_seated([owner], table_id, self.now_ms())
                 moved += 1
             await self.store.drop_seated(guest, await self.store.seated_tables(guest))
         return moved

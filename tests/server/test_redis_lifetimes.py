@@ -80,18 +80,26 @@ async def test_a_seat_socket_left_open_on_an_expired_waiting_table_leaves_no_key
     assert await gone_while_connected(redis_client, table, player) == {}
 
 
+async def finished_against_a_bot(http: httpx.AsyncClient, process: ServiceProcess,
+                                  target: int) -> tuple[str, GameClient]:
+    """A game of all-fives to ``target`` played to its end by ann (seat 0, her socket still
+    open) against a greedy bot: the table, and her socket."""
+    table = await create_table(http, bots={"1": "greedy"},
+                               rules={"preset": "all-fives", "target": target})
+    token = await join(http, table, 0, "ann")
+    player = await GameClient.connect(process.ws_url)
+    assert (await player.hello(table, token))["t"] == "welcome"
+    await play_to_end({0: player}, [])
+    return table, player
+
+
 async def test_a_tab_left_open_on_a_finished_game_past_retention_leaves_no_key_for_good(
     expiring: ServiceProcess, redis_client: redis.asyncio.Redis
 ) -> None:
     """The same for a finished game whose page stays open longer than RETENTION: its keys all
     go, and the socket's presence refresh brings none of them back."""
     async with httpx.AsyncClient(base_url=expiring.url, timeout=10) as http:
-        table = await create_table(http, bots={"1": "greedy"},
-                                   rules={"preset": "all-fives", "target": 5})
-        token = await join(http, table, 0, "ann")
-    player = await GameClient.connect(expiring.ws_url)
-    assert (await player.hello(table, token))["t"] == "welcome"
-    await play_to_end({0: player}, [])
+        table, player = await finished_against_a_bot(http, expiring, 5)
     assert await gone_while_connected(redis_client, table, player) == {}
 
 
@@ -147,12 +155,7 @@ async def test_a_replay_asked_for_as_its_table_expires_is_not_kept_for_good(
     stored only with the table's lifetime, in one step with the check that the table exists);
     the answer is the replay all the same."""
     async with httpx.AsyncClient(base_url=expiring.url, timeout=30) as http:
-        table = await create_table(http, bots={"1": "greedy"},
-                                   rules={"preset": "all-fives", "target": 300})
-        token = await join(http, table, 0, "ann")
-        player = await GameClient.connect(expiring.ws_url)
-        assert (await player.hello(table, token))["t"] == "welcome"
-        await play_to_end({0: player}, [])
+        table, player = await finished_against_a_bot(http, expiring, 300)
         await player.close()
         version_key = TableKeys(table).version
         for _ in range(200):  # archived: the keys have their RETENTION
