@@ -7,11 +7,14 @@ Owns: metric names, the `/metrics` rendering, and the measure of the event loop'
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import itertools
 import math
 import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -169,6 +172,14 @@ class Metrics:
             buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5),
             registry=r,
         )
+        self.gc_pause = Histogram(
+            "dominoes_gc_pause_seconds",
+            "How long each collection of Python's cyclic garbage collector held the process,"
+            " by generation (0: young, 1: middle, 2: full)",
+            ["generation"],
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
+            registry=r,
+        )
         self.analysis_cpu = Counter(
             "dominoes_analysis_cpu_seconds", "CPU seconds the post-game analysis spent",
             registry=r
@@ -176,6 +187,25 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    @contextlib.contextmanager
+    def watching_gc(self) -> Iterator[None]:
+        """While open: every collection of the garbage collector, whichever thread it runs in,
+        observed in `gc_pause` (the collector holds the interpreter's lock for that long)."""
+        started = [0.0]
+        pauses = [self.gc_pause.labels(generation=str(g)) for g in range(3)]
+
+        def observe(phase: str, info: dict[str, Any]) -> None:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            else:
+                pauses[info["generation"]].observe(time.perf_counter() - started[0])
+
+        gc.callbacks.append(observe)
+        try:
+            yield
+        finally:
+            gc.callbacks.remove(observe)
 
     async def watch_loop(self, stop: asyncio.Event,
                          interval_s: float = LOOP_LAG_INTERVAL_S) -> None:

@@ -1,9 +1,11 @@
 """The event loop's lag (`dominoes_loop_lag_seconds`): a loop held by one piece of work shows
-as that much lag, and a running server measures it."""
+as that much lag, and a running server measures it; so are the garbage collector's pauses
+(`dominoes_gc_pause_seconds`), one cause of such lag."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 import httpx
@@ -13,17 +15,23 @@ from tests.server.conftest import running
 from tests.support.servers import ServiceProcess
 
 
-def lag_buckets(metrics: Metrics) -> dict[str, float]:
-    """The histogram's cumulative bucket counts by upper bound, and its count."""
+def lag_buckets(metrics: Metrics, name: str = "dominoes_loop_lag_seconds",
+                **labels: str) -> dict[str, float]:
+    """A histogram's cumulative bucket counts by upper bound, its count and its sum (of the
+    series with these labels)."""
     found: dict[str, float] = {}
     for family in metrics.registry.collect():
-        if family.name != "dominoes_loop_lag_seconds":
+        if family.name != name:
             continue
         for sample in family.samples:
+            if any(sample.labels.get(k) != v for k, v in labels.items()):
+                continue
             if sample.name.endswith("_bucket"):
                 found[sample.labels["le"]] = sample.value
             elif sample.name.endswith("_count"):
                 found["count"] = sample.value
+            elif sample.name.endswith("_sum"):
+                found["sum"] = sample.value
     return found
 
 
@@ -55,3 +63,32 @@ async def test_the_server_measures_its_loop_lag(redis_url: str) -> None:
     counts = [float(line.split()[1]) for line in text.splitlines()
               if line.startswith("dominoes_loop_lag_seconds_count ")]
     assert counts and counts[0] >= 2  # one measure every 0.25 s
+
+
+def test_a_full_collection_over_many_objects_shows_as_a_pause_of_its_length() -> None:
+    metrics = Metrics()
+    live = [[i] for i in range(600_000)]  # tracked objects the full collection must walk
+    with metrics.watching_gc():
+        gc.collect(0)
+        started = time.perf_counter()
+        gc.collect(2)
+        took = time.perf_counter() - started
+    gc.collect(2)  # after the watch: not observed
+    young = lag_buckets(metrics, "dominoes_gc_pause_seconds", generation="0")
+    full = lag_buckets(metrics, "dominoes_gc_pause_seconds", generation="2")
+    assert young["count"] >= 1
+    assert full["count"] == 1
+    assert took * 0.5 <= full["sum"] <= took
+    assert full["0.005"] == 0 < took - 0.005  # 600,000 objects take longer than 5 ms
+    del live
+
+
+async def test_the_server_measures_its_gc_pauses(redis_url: str) -> None:
+    async with (
+        running(ServiceProcess(redis_url)) as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        text = (await http.get("/metrics")).text
+    series = {line.split()[0] for line in text.splitlines()
+              if line.startswith("dominoes_gc_pause_seconds_count")}
+    assert series == {f'dominoes_gc_pause_seconds_count{{generation="{g}"}}' for g in "012"}
