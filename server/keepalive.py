@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import cast
 
 from starlette.types import Message, Receive
@@ -277,6 +277,23 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
     def handle_text(self, event: Frame) -> None:
         self.heard = True
         super().handle_text(event)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """uvicorn's, then the references that would keep this socket's objects in cycles
+        dropped, so they are freed now instead of by a later collection of the garbage
+        collector (a server whose sockets come and go would otherwise pile them up): the
+        scope's SEND_NOW and RECEIVE_NOW (bound methods of this protocol, which holds the
+        scope), and websockets' parser (a generator that holds its protocol). Nothing reads
+        from a lost connection; the application took both extensions when it started."""
+        super().connection_lost(exc)
+        scope = getattr(self, "scope", None)
+        extensions = scope.get("extensions") if isinstance(scope, dict) else None
+        if isinstance(extensions, dict):
+            extensions.pop(SEND_NOW, None)
+            extensions.pop(RECEIVE_NOW, None)
+        parser = getattr(getattr(self, "conn", None), "parser", None)
+        if isinstance(parser, Generator):
+            parser.close()
 
     def handle_pong(self, event: Frame) -> None:
         waiting = getattr(self, "pending_ping_payload", None)

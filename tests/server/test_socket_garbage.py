@@ -1,0 +1,75 @@
+"""A closed websocket leaves nothing for the cyclic garbage collector: every object of its
+protocol (uvicorn's, websockets' parser and the transport) is freed when the connection ends.
+A server whose players come and go would otherwise pile up garbage from every socket that
+closed until a full collection, and each middle collection would walk it (at 6 closes a second,
+42,000 such objects in three minutes, and middle collections of 90-175 ms)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import gc
+from collections.abc import Iterator
+
+import pytest
+from starlette.websockets import WebSocket, WebSocketDisconnect
+from websockets.asyncio.client import connect
+
+from tests.server.test_send_now import serving
+
+# What a server socket is made of, in the protocol layer under the application
+SERVER_SIDE = {"QuietPingProtocol", "Inbox", "ServerProtocol", "TCPTransport", "PseudoSocket"}
+
+
+@pytest.fixture
+def saved_garbage() -> Iterator[list[object]]:
+    """Every object a collection finds unreachable from now on (gc.DEBUG_SAVEALL keeps them in
+    gc.garbage instead of freeing them)."""
+    gc.collect()
+    gc.garbage.clear()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        yield gc.garbage
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+@pytest.mark.parametrize("who_closes", ["client", "server"])
+async def test_a_closed_socket_leaves_no_garbage(saved_garbage: list[object],
+                                                 who_closes: str) -> None:
+    finished = 0
+
+    async def endpoint(websocket: WebSocket) -> None:
+        nonlocal finished
+        try:
+            while True:
+                data = await websocket.receive_bytes()
+                if data == b"bye" and who_closes == "server":
+                    await websocket.close(1000)
+                    return
+                await websocket.send_bytes(data)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            finished += 1
+
+    sockets = 20
+    async with serving(endpoint) as url:
+        for _ in range(sockets):
+            async with connect(url) as client:
+                await client.send(b"hello")
+                assert await client.recv() == b"hello"
+                if who_closes == "server":
+                    await client.send(b"bye")
+                    await client.wait_closed()
+        for _ in range(200):
+            if finished == sockets:
+                break
+            await asyncio.sleep(0.01)
+        assert finished == sockets
+        await asyncio.sleep(0.2)  # the transports' own close
+        gc.collect()
+        left = collections.Counter(type(o).__name__ for o in saved_garbage
+                                   if type(o).__name__ in SERVER_SIDE)
+    assert left == {}, f"garbage left by {sockets} closed sockets: {dict(left)}"
