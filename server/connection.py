@@ -239,11 +239,12 @@ class Connection:
                     return
             if self.closing is not None:
                 # The peer may be gone already (Starlette raises WebSocketDisconnect, uvicorn
-                # ClientDisconnected, RuntimeError after a close): closing is then done.
+                # ClientDisconnected, RuntimeError after a close): closing is then done. (A
+                # timeout, not wait_for: its inner task would keep the exception, and the
+                # exception's frames that task, in a cycle for the garbage collector.)
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(
-                        self.websocket.close(int(self.closing), self.close_reason), 2.0
-                    )
+                    async with asyncio.timeout(2.0):
+                        await self.websocket.close(int(self.closing), self.close_reason)
                 self.group = None  # nothing is sent after the close
         finally:
             self.writer = None

@@ -178,7 +178,8 @@ class Session:
         if wait_s is None:
             message = await self.receive()
         else:
-            message = await asyncio.wait_for(self.receive(), wait_s)
+            async with asyncio.timeout(wait_s):  # (no inner task, unlike wait_for)
+                message = await self.receive()
         if message["type"] == "websocket.disconnect":
             raise WebSocketDisconnect(message.get("code", 1000))
         data = message.get("bytes")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import gc
 from collections.abc import Iterator
 
@@ -15,10 +16,14 @@ import pytest
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from websockets.asyncio.client import connect
 
+from server.connection import Close, Connection
+from server.metrics import Metrics
 from tests.server.test_send_now import serving
 
 # What a server socket is made of, in the protocol layer under the application
 SERVER_SIDE = {"QuietPingProtocol", "Inbox", "ServerProtocol", "TCPTransport", "PseudoSocket"}
+# and what a close that fails leaves when its exception is kept in a cycle
+FAILED_CLOSE = {"ClientDisconnected", "WebSocketDisconnect", "traceback", "frame", "Task"}
 
 
 @pytest.fixture
@@ -73,3 +78,41 @@ async def test_a_closed_socket_leaves_no_garbage(saved_garbage: list[object],
         left = collections.Counter(type(o).__name__ for o in saved_garbage
                                    if type(o).__name__ in SERVER_SIDE)
     assert left == {}, f"garbage left by {sockets} closed sockets: {dict(left)}"
+
+
+async def test_a_close_sent_after_the_peer_left_leaves_no_garbage(
+        saved_garbage: list[object]) -> None:
+    """The server's connection closes a socket whose peer is already gone (a player who left
+    while the server was ending its session): the close fails, and its exception must not
+    keep itself, its frames and tasks alive in a cycle."""
+    finished = 0
+
+    async def endpoint(websocket: WebSocket) -> None:
+        nonlocal finished
+        conn = Connection(websocket, Metrics(), limit=8)
+        try:
+            async with asyncio.TaskGroup() as group:
+                conn.group = group
+                with contextlib.suppress(WebSocketDisconnect):
+                    while True:
+                        await websocket.receive_bytes()
+                conn.close_soon(Close.NORMAL)  # the peer is gone: this close fails
+        finally:
+            conn.finished = True
+            finished += 1
+
+    sockets = 20
+    async with serving(endpoint) as url:
+        for _ in range(sockets):
+            async with connect(url) as client:
+                await client.send(b"hello")
+        for _ in range(200):
+            if finished == sockets:
+                break
+            await asyncio.sleep(0.01)
+        assert finished == sockets
+        await asyncio.sleep(0.2)
+        gc.collect()
+        left = collections.Counter(type(o).__name__ for o in saved_garbage
+                                   if type(o).__name__ in SERVER_SIDE | FAILED_CLOSE)
+    assert left == {}, f"garbage left by {sockets} failed closes: {dict(left)}"

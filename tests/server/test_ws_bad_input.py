@@ -352,3 +352,18 @@ async def test_wrong_tokens_for_a_private_table_spend_the_bad_token_budget(
     answer = await client.recv()
     assert (answer["t"], answer["code"]) == ("error", "rate_limited")
     assert await close_code(client) == 4004
+
+
+async def test_a_socket_that_never_says_hello_is_closed_after_the_deadline(
+    strict: ServiceProcess,
+) -> None:
+    """docs/protocol.md: a connection that sends no `hello` within 10 s is closed (1008); a
+    frame that is not a hello does not extend it."""
+    client = await GameClient.connect(strict.ws_url)
+    opened = asyncio.get_running_loop().time()
+    await client.send_raw(msgpack.packb({"t": "ping", "n": 1}))
+    answer = await client.recv()
+    assert (answer["t"], answer["code"]) == ("error", "bad_message")
+    assert await close_code(client, wait_s=15.0) == 1008
+    assert 9.5 <= asyncio.get_running_loop().time() - opened < 14.0
+    assert client.socket.close_reason == "no hello"
