@@ -10,11 +10,11 @@ import asyncio
 import collections
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 from starlette.websockets import WebSocket, WebSocketDisconnect
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 
 from server.connection import Close, Connection
 from server.metrics import Metrics
@@ -40,13 +40,36 @@ def saved_garbage() -> Iterator[list[object]]:
         gc.garbage.clear()
 
 
+SOCKETS = 20
+
+
+async def left_after(endpoint: Callable[[WebSocket], Awaitable[None]],
+                     talk: Callable[[ClientConnection], Awaitable[None]], done: list[int],
+                     garbage: list[object], names: set[str]) -> collections.Counter[str]:
+    """Serve ``endpoint`` (which counts each socket it finished in ``done[0]``), open SOCKETS
+    sockets one after the other, each talking with ``talk`` and then closed, wait until the
+    endpoint finished them all, and collect: the unreachable objects whose type is one of
+    ``names``."""
+    async with serving(endpoint) as url:
+        for _ in range(SOCKETS):
+            async with connect(url) as client:
+                await talk(client)
+        for _ in range(200):
+            if done[0] == SOCKETS:
+                break
+            await asyncio.sleep(0.01)
+        assert done[0] == SOCKETS
+        await asyncio.sleep(0.2)  # the transports' own close
+        gc.collect()
+    return collections.Counter(type(o).__name__ for o in garbage if type(o).__name__ in names)
+
+
 @pytest.mark.parametrize("who_closes", ["client", "server"])
 async def test_a_closed_socket_leaves_no_garbage(saved_garbage: list[object],
                                                  who_closes: str) -> None:
-    finished = 0
+    done = [0]
 
     async def endpoint(websocket: WebSocket) -> None:
-        nonlocal finished
         try:
             while True:
                 data = await websocket.receive_bytes()
@@ -57,27 +80,17 @@ async def test_a_closed_socket_leaves_no_garbage(saved_garbage: list[object],
         except WebSocketDisconnect:
             pass
         finally:
-            finished += 1
+            done[0] += 1
 
-    sockets = 20
-    async with serving(endpoint) as url:
-        for _ in range(sockets):
-            async with connect(url) as client:
-                await client.send(b"hello")
-                assert await client.recv() == b"hello"
-                if who_closes == "server":
-                    await client.send(b"bye")
-                    await client.wait_closed()
-        for _ in range(200):
-            if finished == sockets:
-                break
-            await asyncio.sleep(0.01)
-        assert finished == sockets
-        await asyncio.sleep(0.2)  # the transports' own close
-        gc.collect()
-        left = collections.Counter(type(o).__name__ for o in saved_garbage
-                                   if type(o).__name__ in SERVER_SIDE)
-    assert left == {}, f"garbage left by {sockets} closed sockets: {dict(left)}"
+    async def talk(client: ClientConnection) -> None:
+        await client.send(b"hello")
+        assert await client.recv() == b"hello"
+        if who_closes == "server":
+            await client.send(b"bye")
+            await client.wait_closed()
+
+    left = await left_after(endpoint, talk, done, saved_garbage, SERVER_SIDE)
+    assert left == {}, f"garbage left by {SOCKETS} closed sockets: {dict(left)}"
 
 
 async def test_a_close_sent_after_the_peer_left_leaves_no_garbage(
@@ -85,10 +98,9 @@ async def test_a_close_sent_after_the_peer_left_leaves_no_garbage(
     """The server's connection closes a socket whose peer is already gone (a player who left
     while the server was ending its session): the close fails, and its exception must not
     keep itself, its frames and tasks alive in a cycle."""
-    finished = 0
+    done = [0]
 
     async def endpoint(websocket: WebSocket) -> None:
-        nonlocal finished
         conn = Connection(websocket, Metrics(), limit=8)
         try:
             async with asyncio.TaskGroup() as group:
@@ -99,20 +111,10 @@ async def test_a_close_sent_after_the_peer_left_leaves_no_garbage(
                 conn.close_soon(Close.NORMAL)  # the peer is gone: this close fails
         finally:
             conn.finished = True
-            finished += 1
+            done[0] += 1
 
-    sockets = 20
-    async with serving(endpoint) as url:
-        for _ in range(sockets):
-            async with connect(url) as client:
-                await client.send(b"hello")
-        for _ in range(200):
-            if finished == sockets:
-                break
-            await asyncio.sleep(0.01)
-        assert finished == sockets
-        await asyncio.sleep(0.2)
-        gc.collect()
-        left = collections.Counter(type(o).__name__ for o in saved_garbage
-                                   if type(o).__name__ in SERVER_SIDE | FAILED_CLOSE)
-    assert left == {}, f"garbage left by {sockets} failed closes: {dict(left)}"
+    async def talk(client: ClientConnection) -> None:
+        await client.send(b"hello")
+
+    left = await left_after(endpoint, talk, done, saved_garbage, SERVER_SIDE | FAILED_CLOSE)
+    assert left == {}, f"garbage left by {SOCKETS} failed closes: {dict(left)}"
