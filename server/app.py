@@ -196,24 +196,24 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     logs.event("started", process=process_id, redis="embedded" if own_redis else "external",
                postgres="embedded" if own_pg else "external")
     try:
-        with metrics.watching_gc():
-            async with asyncio.TaskGroup() as group:
-                group.create_task(hub.run(stop))
-                group.create_task(metrics.watch_loop(stop))
-                group.create_task(me_sockets.run(stop))
-                group.create_task(service.run_deadlines(stop, settings))
-                group.create_task(matchmaking.run(shared, process_id, stop))
-                if service.archive:
-                    group.create_task(archive.run(stop))
-                    group.create_task(analyst.run(stop))
-                if db_url is not None:
-                    group.create_task(leaderboard.run_refresh(postgres, stop,
-                                                              settings.leaderboard_refresh_s))
-                try:
-                    yield
-                finally:
-                    await asyncio.gather(going_away(app), me_sockets.going_away())
-                    stop.set()
+        async with asyncio.TaskGroup() as group:
+            group.create_task(hub.run(stop))
+            group.create_task(metrics.watch_loop(stop))
+            group.create_task(metrics.watch_gc(stop))
+            group.create_task(me_sockets.run(stop))
+            group.create_task(service.run_deadlines(stop, settings))
+            group.create_task(matchmaking.run(shared, process_id, stop))
+            if service.archive:
+                group.create_task(archive.run(stop))
+                group.create_task(analyst.run(stop))
+            if db_url is not None:
+                group.create_task(leaderboard.run_refresh(postgres, stop,
+                                                          settings.leaderboard_refresh_s))
+            try:
+                yield
+            finally:
+                await asyncio.gather(going_away(app), me_sockets.going_away())
+                stop.set()
     finally:
         service.close()
         await redis.aclose()

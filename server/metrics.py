@@ -14,7 +14,6 @@ import math
 import time
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -192,20 +191,26 @@ class Metrics:
     def watching_gc(self) -> Iterator[None]:
         """While open: every collection of the garbage collector, whichever thread it runs in,
         observed in `gc_pause` (the collector holds the interpreter's lock for that long)."""
-        started = [0.0]
+        started = 0.0
         pauses = [self.gc_pause.labels(generation=str(g)) for g in range(3)]
 
-        def observe(phase: str, info: dict[str, Any]) -> None:
+        def observe(phase: str, info: dict[str, int]) -> None:
+            nonlocal started
             if phase == "start":
-                started[0] = time.perf_counter()
+                started = time.perf_counter()
             else:
-                pauses[info["generation"]].observe(time.perf_counter() - started[0])
+                pauses[info["generation"]].observe(time.perf_counter() - started)
 
         gc.callbacks.append(observe)
         try:
             yield
         finally:
             gc.callbacks.remove(observe)
+
+    async def watch_gc(self, stop: asyncio.Event) -> None:
+        """`watching_gc` until `stop` is set."""
+        with self.watching_gc():
+            await stop.wait()
 
     async def watch_loop(self, stop: asyncio.Event,
                          interval_s: float = LOOP_LAG_INTERVAL_S) -> None:
