@@ -27,7 +27,7 @@ from server.rejected import Rejected
 from server.settings import Settings
 from server.store import Store
 
-PRESENCE_SLICE = 100  # tables per presence-refresh pipeline
+PRESENCE_SLICE = 25  # tables per presence-refresh pipeline
 
 
 class Presence:
@@ -117,32 +117,41 @@ class Presence:
     async def refresh_loop(self) -> None:
         period = max(0.5, self.settings.reconnect_window_s / 3)
         while True:
-            await asyncio.sleep(period)
-            expiry = now_ms() + self._window_ms()
             tables = self.tables.values()
-            # PRESENCE_SLICE tables per pipeline, the loop served in between: one pipeline for
-            # every seat of every table (1,000 HSETs at 500 tables) held the event loop ~30 ms
-            # while it was packed and parsed.
-            for start in range(0, len(tables), PRESENCE_SLICE):
-                seen: dict[str, dict[int, int]] = {}
-                fields: dict[str, dict[str, str]] = {}
-                watchers: dict[str, list[str]] = {}
-                try:
-                    for table in tables[start:start + PRESENCE_SLICE]:
-                        if self.tables.get(table.id) is not table:
-                            continue  # dropped meanwhile
-                        members = self.crowd.members(table.audiences.get("s", ()))
-                        if members:
-                            watchers[table.id] = members
-                        for conn in table.connections():
-                            if conn.seat is not None:
-                                fields.setdefault(table.id, {})[self._field(conn)] = \
-                                    f"{conn.seat}:{expiry}"
-                                seen.setdefault(table.id, {})[conn.seat] = expiry
-                    # Written only while each table exists, with its lifetime: a socket left
-                    # open on a table that expired (nobody joined; a finished game past
-                    # RETENTION) writes nothing of it again.
-                    await self.store.refresh_presence(fields, seen, watchers, expiry)
-                except (RedisError, OSError) as exc:
-                    redis_error(self.metrics, exc, None)
-                await asyncio.sleep(0)
+            # PRESENCE_SLICE tables per pipeline, the slices spread evenly over the period: one
+            # pipeline for every seat of every table (1,000 HSETs at 500 tables) held the event
+            # loop ~30 ms while it was packed and parsed, and slices of 100 sent one after the
+            # other still held it 5-12 ms at a time, every period, delaying the moves that
+            # arrived meanwhile. A table keeps its place in the (insertion-ordered) registry, so
+            # it is refreshed at most one period after its last refresh.
+            starts = range(0, len(tables), PRESENCE_SLICE)
+            gap = period / max(1, len(starts))
+            for start in starts:
+                await asyncio.sleep(gap)
+                await self._refresh(tables[start:start + PRESENCE_SLICE])
+            if not starts:
+                await asyncio.sleep(period)
+
+    async def _refresh(self, tables: list[LocalTable]) -> None:
+        """Renew the presence entries of these tables' seat sockets and their spectator slots."""
+        expiry = now_ms() + self._window_ms()
+        seen: dict[str, dict[int, int]] = {}
+        fields: dict[str, dict[str, str]] = {}
+        watchers: dict[str, list[str]] = {}
+        for table in tables:
+            if self.tables.get(table.id) is not table:
+                continue  # dropped meanwhile
+            members = self.crowd.members(table.audiences.get("s", ()))
+            if members:
+                watchers[table.id] = members
+            for conn in table.connections():
+                if conn.seat is not None:
+                    fields.setdefault(table.id, {})[self._field(conn)] = f"{conn.seat}:{expiry}"
+                    seen.setdefault(table.id, {})[conn.seat] = expiry
+        try:
+            # Written only while each table exists, with its lifetime: a socket left open on a
+            # table that expired (nobody joined; a finished game past RETENTION) writes nothing
+            # of it again.
+            await self.store.refresh_presence(fields, seen, watchers, expiry)
+        except (RedisError, OSError) as exc:
+            redis_error(self.metrics, exc, None)

@@ -425,3 +425,40 @@ async def test_a_seat_taken_again_while_the_last_one_is_dropped_stays_listed(
         assert await redis_client.exists(seated_key("g:again"))
     finally:
         service.close()
+
+
+async def test_every_tables_presence_is_renewed_within_a_refresh_period(
+    redis_url: str, redis_client: redis.asyncio.Redis
+) -> None:
+    """The presence refresh goes through the process's tables a slice at a time, the slices
+    spread over its period (RECONNECT_WINDOW_S / 3): with more tables than one slice holds,
+    every table's presence entry is still renewed within each period, never left to expire."""
+    window_s = 1.5
+    env = {**FAST, "RECONNECT_WINDOW_S": str(window_s), "CREATE_RATE": "1000000",
+           "JOIN_RATE": "1000000", "MAX_WAITING_TABLES": "1000000",
+           "MAX_TABLES_PER_PLAYER": "1000000", "MAX_SOCKETS_PER_ADDRESS": "1000000",
+           "TABLES_PER_ADDRESS_SHARE": "1"}
+    async with (
+        running(ServiceProcess(redis_url, env=env)) as process,
+        httpx.AsyncClient(base_url=process.url, timeout=10) as http,
+    ):
+        tables = [await create_table(http) for _ in range(70)]  # three slices of 25
+        sockets = []
+        try:
+            for table in tables:
+                token = await join(http, table, 0, "ann")
+                player = await GameClient.connect(process.ws_url)
+                sockets.append(player)
+                assert (await player.hello(table, token))["t"] == "welcome"
+            for _ in range(3):
+                await asyncio.sleep(window_s)  # three periods: each table renewed thrice
+                now_ms = int(time.time() * 1000)
+                for table in tables:
+                    entries = await redis_client.hvals(TableKeys(table).presence)
+                    assert len(entries) == 1, (table, entries)
+                    seat, expiry = entries[0].decode().split(":")
+                    # renewed at most a period (0.5 s) ago, with the window's lifetime
+                    assert seat == "0" and int(expiry) - now_ms > 1000 - 250, (table, expiry)
+        finally:
+            for player in sockets:
+                await player.close()
