@@ -2,7 +2,9 @@
 pings for sockets whose clients talk.
 
 uvicorn pings every socket every ``WS_PING_INTERVAL_S`` and drops one that does not answer
-within ``WS_PING_TIMEOUT_S``. A message the client has just sent shows that it is there, so
+within ``WS_PING_TIMEOUT_S``; here a socket's first ping time is drawn between half an interval
+and one and a half after its handshake, so sockets that connected together are not pinged
+together. A message the client has just sent shows that it is there, so
 such a socket is not pinged at its ping time (the next one is an interval later), as long as
 nothing waits in its write buffer and it answered a ping within the last `PROOF_INTERVALS`
 intervals: a client that sends but does not read is still pinged (it cannot answer) and
@@ -43,6 +45,7 @@ neither ``SEND_NOW`` nor ``RECEIVE_NOW`` is offered). Imports nothing of the ser
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import cast
@@ -67,8 +70,9 @@ __all__ = ["PAUSE_AT", "PROOF_INTERVALS", "RECEIVE_NOW", "SEND_NOW", "Inbox", "Q
 PROOF_INTERVALS = 4  # a talking socket still answers a ping at least this often (intervals)
 PAUSE_AT = 8  # reading from a socket pauses while this many of its messages wait unread
 FEED_BYTES = 4096  # bytes parsed at a time while messages wait unread
-_HOOKS = ("send_keepalive_ping", "schedule_ping", "handle_pong", "handle_bytes", "handle_text",
-          "handle_connect", "send_receive_event_to_app", "receive", "send", "data_received")
+_HOOKS = ("send_keepalive_ping", "schedule_ping", "start_keepalive", "handle_pong",
+          "handle_bytes", "handle_text", "handle_connect", "send_receive_event_to_app", "receive",
+          "send", "data_received")
 _STATE = ("handshake_complete", "close_sent", "initial_response", "disconnected", "writable",
           "conn", "transport", "queue", "read_paused")
 _FRAMES = ("frames", "curr_msg_data_type")  # what `_take_frames` sets of uvicorn's protocol
@@ -305,6 +309,16 @@ class QuietPingProtocol(WebSocketsSansIOProtocol):
         super().handle_pong(event)
         if waiting is not None and getattr(self, "pending_ping_payload", None) is None:
             self.answered_at = self.loop.time()  # the pong of the ping in flight
+
+    def start_keepalive(self) -> None:
+        """uvicorn's, except that the first ping time is drawn between half an interval and one
+        and a half after the handshake (then every interval, as uvicorn does): sockets that
+        connected together (a crowd arriving for a game, every client after a restart) are not
+        pinged in one burst, every interval, for as long as they stay."""
+        if not self.ping_interval or self.ping_interval <= 0:
+            return
+        delay = self.ping_interval * random.uniform(0.5, 1.5)
+        self.ping_timer = self.loop.call_later(delay, self.send_keepalive_ping)
 
     def send_keepalive_ping(self) -> None:
         heard, self.heard = self.heard, False

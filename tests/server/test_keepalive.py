@@ -152,3 +152,34 @@ async def test_a_peer_that_does_not_answer_pings_is_dropped(redis_url: str) -> N
             client.protocol.data_to_send()  # its pongs are never sent
         assert client.pings >= 1
         assert client.closed
+
+
+async def test_sockets_that_connect_together_are_not_pinged_together(redis_url: str) -> None:
+    # Each socket's first ping comes between half an interval and one and a half after its
+    # handshake (then every interval): a crowd that connected at once (a restart, a popular
+    # game) is not pinged in one burst every interval ever after.
+    interval = 1.0
+    env = {"WS_PING_INTERVAL_S": str(interval), "WS_PING_TIMEOUT_S": "5"}
+    async with (
+        running(ServiceProcess(redis_url, env=env)) as server,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        opened: list[tuple[float, RawClient]] = []
+        for _ in range(20):
+            client = await stack.enter_async_context(raw_client(server.ws_url))
+            opened.append((time.monotonic(), client))
+        first: list[float] = []
+
+        async def first_ping(at: float, client: RawClient) -> None:
+            deadline = at + 2 * interval
+            while client.pings == 0 and time.monotonic() < deadline:
+                await client.read(0.01)
+                client.flush()  # its pongs
+            first.append(time.monotonic() - at)
+
+        await asyncio.gather(*(first_ping(at, client) for at, client in opened))
+        assert all(0.45 * interval <= after <= 1.6 * interval for after in first), first
+        # 20 draws from an interval's width: all within half an interval of each other only
+        # once in ~50,000 runs; without the draw they would come within the connections'
+        # own spread (a few milliseconds each).
+        assert max(first) - min(first) >= 0.5 * interval, sorted(first)
