@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -61,10 +62,59 @@ finally:
 """
 
 
+STALLS = """
+import collections, gc, json, os, sys, threading, time
+from server.__main__ import main
+out, threshold_ms = open(sys.argv[1], "w", buffering=1), float(sys.argv[2])
+main_id = threading.main_thread().ident
+collecting = {"ms": 0.0, "at": 0.0}
+def collector(phase, info):
+    if phase == "start":
+        collecting["at"] = time.perf_counter()
+    else:
+        collecting["ms"] += (time.perf_counter() - collecting["at"]) * 1000
+gc.callbacks.append(collector)
+def idle(frame):  # uvloop waiting for events: no Python frame below asyncio.run's
+    return frame.f_code.co_name == "run" and frame.f_code.co_filename.endswith("runners.py")
+def sample():
+    start, outer, inner, gc_ms = None, collections.Counter(), collections.Counter(), 0.0
+    while True:
+        time.sleep(0.0003)
+        frame = sys._current_frames().get(main_id)
+        if frame is None:
+            continue
+        now = time.perf_counter()
+        if idle(frame):
+            if start is not None and (now - start) * 1000 >= threshold_ms:
+                out.write(json.dumps({"at": time.time() - (now - start),
+                                      "ms": (now - start) * 1000,
+                                      "gc_ms": collecting["ms"] - gc_ms,
+                                      "outer": outer.most_common(3),
+                                      "inner": inner.most_common(3)}) + "\\n")
+            start = None
+            continue
+        if start is None:
+            start, gc_ms = now, collecting["ms"]
+            outer.clear()
+            inner.clear()
+        chain = []
+        while frame is not None and not idle(frame):
+            chain.append(frame.f_code)
+            frame = frame.f_back
+        if chain:
+            outer[chain[-1].co_qualname] += 1
+            inner[f"{chain[0].co_qualname} ({os.path.basename(chain[0].co_filename)})"] += 1
+sys.setswitchinterval(0.0005)  # so that the sampler gets its turn while the loop is busy
+threading.Thread(target=sample, daemon=True).start()
+main()
+"""
+
+
 class Server:
     def __init__(
         self, redis_url: str, env: dict[str, str], log: Path, profile: Path | None = None,
         python: str = sys.executable, command: list[str] | None = None,
+        stalls: tuple[Path, float] | None = None,
     ) -> None:
         self.port = free_port()
         self.log = log
@@ -86,6 +136,8 @@ class Server:
                 command = [python, "-m", "server"]
                 if profile is not None:
                     command = [python, "-c", PROFILED, str(profile)]
+                elif stalls is not None:
+                    command = [python, "-c", STALLS, str(stalls[0]), str(stalls[1])]
             self.proc = subprocess.Popen(command, cwd=REPO, env=full_env, stdout=out, stderr=out)
         self.base_rss_kb = 0  # before the websockets connect (tables already made)
         self.connected_rss_kb = 0  # once every websocket has its snapshot
@@ -370,7 +422,8 @@ async def run(args: argparse.Namespace) -> None:
         redis_url = redis.start()
     servers = [Server(redis_url, {"RATE": "50/100"}, tmp / f"server-{n}.log",
                       tmp / f"server-{n}.prof" if args.profile else None,
-                      args.python)
+                      args.python,
+                      stalls=(tmp / f"server-{n}.stalls", args.stalls) if args.stalls else None)
                for n in range(args.servers)]
     stats, crowd_stats = Stats(), Stats()
     tables: list[Table] = []
@@ -433,7 +486,7 @@ async def run(args: argparse.Namespace) -> None:
             idle_readers, idle_clients = await connect_idle(args, idle_made[0], servers, stats)
         sampler = asyncio.create_task(sample_rss())
         deadline = time.perf_counter() + args.max_seconds
-        begun = time.perf_counter()
+        begun, window = time.perf_counter(), [time.time()]
         cpu_before = [s.cpu_s() for s in servers]
         load_before = os.getloadavg()[0]
         players = [t.play(args.pace, deadline) for t in tables if not t.crowd]
@@ -441,6 +494,7 @@ async def run(args: argparse.Namespace) -> None:
             players.append(tables[-1].play(args.crowd_pace, deadline))
         await asyncio.gather(*players)
         elapsed = time.perf_counter() - begun
+        window.append(time.time())
         cpu_used = sum(s.cpu_s() for s in servers) - sum(cpu_before)
         stats.server_cpu_s = cpu_used
         stats.load = (load_before, os.getloadavg()[0])
@@ -457,6 +511,9 @@ async def run(args: argparse.Namespace) -> None:
                 server.ack_q = histogram_quantiles(text, "dominoes_ack_seconds")
                 server.fanout_q = histogram_quantiles(text, "dominoes_fanout_seconds")
         report(args, stats, crowd_stats, servers, len(clients), elapsed)
+        if args.stalls:
+            report_stalls([tmp / f"server-{n}.stalls" for n in range(len(servers))],
+                          window[0], window[1], args.stalls)
         print(f"server logs: {tmp}")
     finally:
         for server in servers:
@@ -551,6 +608,33 @@ def report(args: argparse.Namespace, stats: Stats, crowd: Stats, servers: list[S
         print(f"  {label:45s} {value:8.2f} {unit:2s}  target <= {target:g} {unit}  {verdict}")
 
 
+def report_stalls(paths: list[Path], begun: float, ended: float, threshold_ms: float) -> None:
+    """The servers' event loops held busy for ``threshold_ms`` or more during the moves: how
+    often and how long in all, by what ran most in each stretch (the collector when it took half
+    of it), and the longest."""
+    stretches = []
+    for n, path in enumerate(paths):
+        for line in path.read_text().splitlines():
+            stretch = json.loads(line)
+            if begun <= stretch["at"] <= ended:
+                stretches.append((n, stretch))
+    by: dict[str, list[float]] = {}
+    for _, stretch in stretches:
+        key = "the garbage collector" if stretch["gc_ms"] >= stretch["ms"] / 2 else \
+            stretch["outer"][0][0] if stretch["outer"] else "?"
+        by.setdefault(key, []).append(stretch["ms"])
+    held_ms = sum(stretch["ms"] for _, stretch in stretches)
+    print(f"\nevent loop busy for {threshold_ms:g} ms or more without a break, over "
+          f"{ended - begun:.0f} s of moves: {len(stretches)} times, {held_ms:.0f} ms in all; "
+          "by what ran most in each (count, total ms, longest ms):")
+    for key, times in sorted(by.items(), key=lambda kv: -sum(kv[1])):
+        print(f"  {key:50s} {len(times):5d} {sum(times):8.0f} {max(times):7.1f}")
+    print("longest:")
+    for n, stretch in sorted(stretches, key=lambda s: -s[1]["ms"])[:10]:
+        print(f"  server {n} +{stretch['at'] - begun:6.1f} s {stretch['ms']:6.1f} ms "
+              f"(collector {stretch['gc_ms']:.1f}): {stretch['outer']} / {stretch['inner']}")
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--tables", type=int, default=500)
@@ -571,6 +655,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="interpreter for the servers (e.g. a venv with other packages)")
     p.add_argument("--profile", action="store_true",
                    help="run the servers under cProfile (server-N.prof beside the logs)")
+    p.add_argument("--stalls", type=float, default=0.0, metavar="MS",
+                   help="sample each server's stack every 0.3 ms (a thread; the servers run a "
+                        "little slower) and report the stretches of MS ms or more in which its "
+                        "event loop never waited for events, by what ran in them")
     args = p.parse_args(argv)
     if args.quick:
         args.tables, args.target, args.max_seconds = min(args.tables, 20), 30, 60.0
