@@ -1,11 +1,12 @@
 """Server CPU of a table's life outside its moves: what a service pays for every game it starts.
 
-    python -m bench.lifecycle [--tables 300] [--concurrency 20] [--players 2]
+    python -m bench.lifecycle [--tables 300] [--concurrency 20] [--players 2] [--preset P]
 
 Starts a private Redis (appendfsync everysec) and one server process (bench.load's `Server`: the
-per-address quotas lifted, as the load client needs). Each lifecycle creates a table (HTTP), takes
-every seat (HTTP join), opens a websocket for each seat and says hello (until its snapshot
-arrives), then closes the sockets: no move is played. 20 lifecycles warm the server up, then
+per-address quotas lifted, as the load client needs). Each lifecycle creates a table and takes
+every seat over HTTP (as bench.load sets its tables up), opens a websocket for each seat and
+says hello (until its snapshot arrives), then closes the sockets: no move is played. 20
+lifecycles warm the server up, then
 ``--tables`` lifecycles run, ``--concurrency`` at a time. Prints one JSON line: the server
 process's CPU per lifecycle (ms, user + system, the second after the last one included), the
 wall time, and the Redis commands per lifecycle by name (`INFO commandstats`, reset before the
@@ -30,7 +31,7 @@ import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.load import Server, post
+from bench.load import Server, setup_table
 from server.redis_embedded import RedisProcess
 
 
@@ -43,10 +44,8 @@ async def hello(ws_url: str, table: str, token: str) -> websockets.ClientConnect
     return socket
 
 
-async def lifecycle(http: httpx.AsyncClient, ws_url: str, players: int) -> None:
-    table = (await post(http, "/api/tables", {"players": players}))["id"]
-    tokens = [(await post(http, f"/api/tables/{table}/join", {"seat": seat, "name": f"p{seat}"}))
-              ["token"] for seat in range(players)]
+async def lifecycle(http: httpx.AsyncClient, ws_url: str, args: argparse.Namespace) -> None:
+    table, tokens = await setup_table(http, args)
     sockets = [await hello(ws_url, table, token) for token in tokens]
     for socket in sockets:
         await socket.close()
@@ -63,7 +62,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
 
         async def bounded(http: httpx.AsyncClient) -> None:
             async with limit:
-                await lifecycle(http, server.ws_url, args.players)
+                await lifecycle(http, server.ws_url, args)
 
         client = redis.asyncio.Redis.from_url(redis_url)
         async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
@@ -94,6 +93,8 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4))
+    parser.add_argument("--preset", default="all-fives")
+    parser.add_argument("--target", type=int, default=150, help="points to win")
     print(json.dumps(asyncio.run(run(parser.parse_args()))))
 
 
