@@ -369,6 +369,15 @@ def summary(preset: str, players: int, level: str, games: list[Game],
     }
 
 
+def cells_named(which: str | None, preset: str, players: int) -> list[tuple[str, int]]:
+    """The cells of `--cells weak|all`, or the one of `--preset` and `--players` (None)."""
+    if which == "weak":
+        return list(WEAK_CELLS)
+    if which == "all":
+        return all_cells()
+    return [(preset, players)]
+
+
 def all_cells() -> list[tuple[str, int]]:
     """Every preset with every player count it is played by."""
     cells = []
@@ -397,12 +406,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cells", choices=("weak", "all"), default=None,
                         help="run a list of cells instead of --preset/--players")
     args = parser.parse_args(argv)
-    if args.cells == "weak":
-        cells = list(WEAK_CELLS)
-    elif args.cells == "all":
-        cells = all_cells()
-    else:
-        cells = [(args.preset, args.players)]
+    cells = cells_named(args.cells, args.preset, args.players)
     pool = (multiprocessing.get_context("spawn").Pool(args.jobs) if args.jobs > 1 else None)
     try:
         for preset, players in cells:

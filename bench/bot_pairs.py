@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bot_ceiling import WEAK_CELLS, all_cells
+from bench.bot_ceiling import cells_named
 from engine.cli.match import MatchGame, Task, deal_seed, play, seatings, wilson
 
 Setting = tuple[str, str, object]
@@ -115,13 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings = [parse_setting(s) for s in args.settings]
     except (ValueError, SyntaxError, ImportError) as exc:
         parser.error(str(exc))
-    if args.cells == "weak":
-        cells = list(WEAK_CELLS)
-    elif args.cells == "all":
-        cells = all_cells()
-    else:
-        cells = [(args.preset, args.players)]
-    for preset, players in cells:
+    for preset, players in cells_named(args.cells, args.preset, args.players):
         tasks = tasks_for(preset, players, args.deals, args.seed, args.samples)
         started = time.perf_counter()
         if args.jobs <= 1:
