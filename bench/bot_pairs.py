@@ -90,11 +90,18 @@ def compare(preset: str, players: int, base: Sequence[MatchGame],
 
 
 def run(tasks: Sequence[Task], settings: Sequence[Setting], jobs: int) -> list[MatchGame]:
-    if jobs <= 1:
-        return [play(t) for t in tasks]  # the caller has set `settings` already, or none
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(jobs, initializer=apply_settings, initargs=(list(settings),)) as pool:
-        return pool.map(play, tasks, chunksize=1)
+    """Every task's game with `settings` set: in `jobs` worker processes, or in this one (the
+    settings undone after)."""
+    if jobs > 1:
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(jobs, initializer=apply_settings, initargs=(list(settings),)) as pool:
+            return pool.map(play, tasks, chunksize=1)
+    originals = [(m, n, getattr(importlib.import_module(m), n)) for m, n, _ in settings]
+    apply_settings(settings)
+    try:
+        return [play(t) for t in tasks]
+    finally:
+        apply_settings(originals)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -118,18 +125,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for preset, players in cells_named(args.cells, args.preset, args.players):
         tasks = tasks_for(preset, players, args.deals, args.seed, args.samples)
         started = time.perf_counter()
-        if args.jobs <= 1:
-            # One process plays both versions: the variant's settings, then the originals.
-            originals = [(m, n, getattr(importlib.import_module(m), n)) for m, n, _ in settings]
-            base = run(tasks, (), 1)
-            apply_settings(settings)
-            try:
-                variant = run(tasks, settings, 1)
-            finally:
-                apply_settings(originals)
-        else:
-            base = run(tasks, (), args.jobs)
-            variant = run(tasks, settings, args.jobs)
+        base = run(tasks, (), args.jobs)
+        variant = run(tasks, settings, args.jobs)
         print(json.dumps(compare(preset, players, base, variant,
                                  time.perf_counter() - started)), flush=True)
 
