@@ -5,10 +5,10 @@ uvicorn pings every socket every ``WS_PING_INTERVAL_S`` and drops one that does 
 within ``WS_PING_TIMEOUT_S``; here a socket's first ping time is drawn between half an interval
 and one and a half after its handshake, so sockets that connected together are not pinged
 together. A message the client has just sent shows that it is there, so such a socket is not
-pinged at its ping time (the next one is an interval later), as long as
-nothing waits in its write buffer and it answered a ping within the last `PROOF_INTERVALS`
-intervals: a client that sends but does not read is still pinged (it cannot answer) and
-dropped, at most that many intervals later than with a ping every interval. Players who move
+pinged at its ping time (the next one is an interval later), as long as nothing waits in its
+write buffer and it answered a ping within the last `PROOF_INTERVALS` intervals: a client that
+sends but does not read is still pinged (it cannot answer) and dropped, at most that many
+intervals later than with a ping every interval. Players who move
 and chat are pinged once every `PROOF_INTERVALS` intervals instead of every interval; silent
 sockets (spectators) every interval, as before.
 
