@@ -8,7 +8,16 @@ Side A sees the true `GameState` (every hand and the boneyard's order); every ot
 the `greedy` bot (engine.bots `choose_move("greedy", view(state, seat), ...)`, as in
 `engine match`). The deals, seatings, per-hand scoring (`--unit hand`: A beats a side when it
 gains more points in the hand, bonus included; ties count a half) and the Wilson interval are
-engine.cli.match's own. Three levels of A:
+engine.cli.match's own. Levels of A, from what strong knows to everything:
+
+- `strong`: the strong bot on A's view, bound to `--samples` deals a move (no clock), so that
+  it compares with the next level at equal deals.
+- `posterior`: the same search on A's view, with the one thing strong may not assume: that
+  the other seats are greedy. Every tile greedy would have played instead of one of a B seat's
+  choices since its last draw is ruled out of that seat's hand in the sampler (every other
+  constraint of the view as strong has them), and the deals are not weighed: they are the
+  deals that fit the view and greedy play, drawn alike. The best any reading of the other
+  seats' choices can do for strong's search against greedy.
 
 - `oracle1`: every legal play scored by engine.bots.search `outcome` on the true deal (the
   strong bot's evaluation and objective, `WIN` included, with perfect information instead of
@@ -53,7 +62,9 @@ from dataclasses import dataclass, field
 
 from engine import PRESETS, rules_from_spec
 from engine.bots import choose_move
-from engine.bots.search import _objective, outcome
+from engine.bots.knowledge import Knowledge
+from engine.bots.search import _objective, outcome, search_move
+from engine.bots.simple import greedy_ranking
 from engine.cli.match import MAX_MOVES, deal_seed, seatings, side_score, wilson
 from engine.errors import EngineError
 from engine.game import apply, apply_until_hand_end, legal_moves, new_game, resolve_play
@@ -63,7 +74,8 @@ from engine.playout import CAUTIOUS, finish_hand, greedy_key, greedy_points
 from engine.state import GameState
 from engine.views import view, with_hidden
 
-LEVELS = ("oracle", "oracle1", "hands")
+LEVELS = ("oracle", "oracle1", "hands", "posterior", "strong")
+SAMPLES = 300
 HAND_DEALS = 200
 NODE_CAP = 20_000
 WEAK_CELLS: tuple[tuple[str, int], ...] = (
@@ -133,6 +145,28 @@ def hands_move(state: GameState, seed: int, deals: int) -> Move:
             totals[i] += _objective(outcome(move, dealt), side)
     best = max(range(len(plays)), key=lambda i: (totals[i], -i))
     return plays[best]
+
+
+def ruled_out_by_greedy(knowledge: Knowledge, a_seats: frozenset[int]) -> list[int]:
+    """Per seat, the tiles it cannot hold if it plays greedily: each tile greedy would have
+    played instead of one of its choices made since its last draw (none for `a_seats`)."""
+    ruled = [0] * knowledge.rules.players
+    for ob in knowledge.observations:
+        if ob.seat not in a_seats:
+            ruled[ob.seat] |= ob.better
+    return ruled
+
+
+def posterior_move(state: GameState, a_seats: frozenset[int], seed: int, samples: int) -> Move:
+    """Strong's search on the seat's view, its sampler told that the seats outside `a_seats`
+    play greedily (`ruled_out_by_greedy`), and no deal weighed."""
+    seat = state.turn
+    assert seat is not None
+    knowledge = Knowledge.from_view(view(state, seat))
+    ruled = ruled_out_by_greedy(knowledge, a_seats)
+    knowledge.slots = [(s, forbid | ruled[s]) for s, forbid in knowledge.slots]
+    return search_move(knowledge, seed, time.perf_counter(), 10**9, samples,
+                       greedy_ranking(knowledge), infer=False)
 
 
 def oracle1_move(state: GameState) -> Move:
@@ -262,6 +296,7 @@ class Task:
     level: str
     cap: int
     deals: int = HAND_DEALS
+    samples: int = SAMPLES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -306,6 +341,14 @@ def play(task: Task) -> Game:
             elif task.level == "hands":
                 decisions += 1
                 move = hands_move(state, task.deal_seed * 4099 + moves, task.deals)
+            elif task.level == "posterior":
+                decisions += 1
+                move = posterior_move(state, a_seats, task.deal_seed * 4099 + moves,
+                                      task.samples)
+            elif task.level == "strong":
+                decisions += 1
+                move = choose_move("strong", view(state, seat), task.deal_seed * 4099 + moves,
+                                   think_ms=10**9, samples=task.samples)
             else:
                 decisions += 1
                 if not (exact and plan and plan[0] in legal):
@@ -337,10 +380,10 @@ def play(task: Task) -> Game:
 
 
 def tasks_for(preset: str, players: int, deals: int, seed: int, level: str,
-              cap: int, hand_deals: int = HAND_DEALS) -> list[Task]:
+              cap: int, hand_deals: int = HAND_DEALS, samples: int = SAMPLES) -> list[Task]:
     """The match's games: every seeded deal once per seating."""
     return [Task(spec=preset, players=players, deal_seed=deal_seed(seed, d), a_seats=seats,
-                 level=level, cap=cap, deals=hand_deals)
+                 level=level, cap=cap, deals=hand_deals, samples=samples)
             for d in range(deals) for seats in seatings(preset, players)]
 
 
@@ -402,6 +445,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="positions an oracle search may visit per decision")
     parser.add_argument("--hand-deals", type=int, default=HAND_DEALS,
                         help="boneyard shuffles per choice of the `hands` level")
+    parser.add_argument("--samples", type=int, default=SAMPLES,
+                        help="deals a move of the `strong` and `posterior` levels")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--cells", choices=("weak", "all"), default=None,
                         help="run a list of cells instead of --preset/--players")
@@ -411,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         for preset, players in cells:
             tasks = tasks_for(preset, players, args.deals, args.seed, args.level,
-                              args.node_cap, args.hand_deals)
+                              args.node_cap, args.hand_deals, args.samples)
             started = time.perf_counter()
             if pool is not None:
                 games = pool.map(play, tasks, chunksize=1)

@@ -26,7 +26,7 @@ from engine.game import resolve_play
 from engine.kernel import open_ends, play_tile
 from engine.layout import Ends, Nodes, end_index, open_mask
 from engine.moves import Move, Play, move_from_data
-from engine.playout import greedy_key
+from engine.playout import greedy_key, greedy_points
 from engine.rules import Rules
 from engine.state import GameState
 from engine.tiles import DOUBLES_MASK, FULL_SET, HIGH, IS_DOUBLE, PIPS, VALUE_MASK, tile_index
@@ -87,8 +87,10 @@ points, then the heaviest tile); the rest of the time it prefers points softly."
 
 
 def _observe(rules: Rules, nodes: Nodes, ends: Ends, seat: int, tile: int, index: int,
-             beta: float) -> Observation:
-    """The choice of `tile` on `ends[index]`, each play scored by the kernel as it stood."""
+             beta: float, score: int, last: bool) -> Observation:
+    """The choice of `tile` on `ends[index]`, each play scored by the kernel as it stood and
+    counted as greedy counts it (engine.playout `greedy_points`: nothing for points that would
+    pass an exact target) for a side at `score`, `last` when it was the seat's last tile."""
     weights = [0.0] * 28
     placed = 0
     for node in nodes:
@@ -101,14 +103,34 @@ def _observe(rules: Rules, nodes: Nodes, ends: Ends, seat: int, tile: int, index
             bit = fits & -fits
             fits ^= bit
             t = bit.bit_length() - 1
-            points = play_tile(rules, nodes, ends, i, t)[3]
+            points = greedy_points(rules, play_tile(rules, nodes, ends, i, t)[3], last, score)
             weights[t] += exp(beta * points)
             keys[t] = max(keys[t], greedy_key(points, t, ends[i][0]))
-    points = play_tile(rules, nodes, ends, index, tile)[3]
+    points = greedy_points(rules, play_tile(rules, nodes, ends, index, tile)[3], last, score)
     chosen = beta * points
     mine = greedy_key(points, tile, ends[index][0] if index >= 0 else 0)
     better = sum(1 << t for t in range(28) if keys[t] > mine)
     return Observation(seat, tile, chosen, weights, 0, better)
+
+
+def _before_each(history: Sequence[Mapping[str, Any]], side_of: Sequence[int],
+                 scores: Sequence[int], counts: Sequence[int]) -> list[tuple[int, int]]:
+    """For each entry of the hand's history, its seat's side's score and the seat's number of
+    tiles just before it, worked back from the scores and hand sizes now (a play's `points`
+    are what it added to its side's score)."""
+    score = list(scores)
+    count = list(counts)
+    out = [(0, 0)] * len(history)
+    for i in range(len(history) - 1, -1, -1):
+        entry = history[i]
+        s = int(entry["seat"])
+        if "play" in entry:
+            score[side_of[s]] -= int(entry.get("points", 0))
+            count[s] += 1
+        elif "draw" in entry:
+            count[s] -= 1
+        out[i] = (score[side_of[s]], count[s])
+    return out
 
 
 @dataclass(slots=True, kw_only=True)
@@ -193,6 +215,8 @@ class Knowledge:
         observations: list[Observation] = []
         plays: list[tuple[int, int]] = []
         observed_at: list[int] = []  # each observation's place in the history
+        before = _before_each(history, position.table.side_of, position.scores,
+                              [int(c) for c in view["hand_counts"]])
         for i, entry in enumerate(history):
             s = int(entry["seat"])
             nodes, ends = steps[min(played, len(layout))]
@@ -209,8 +233,9 @@ class Knowledge:
                     if (beta or mix) and s != seat and not drawn:
                         node = layout[played]
                         index = end_index(ends, int(node["parent"]), str(node["side"]))
-                        observations.append(
-                            _observe(rules, nodes, ends, s, tile, index, beta))
+                        score, count = before[i]
+                        observations.append(_observe(rules, nodes, ends, s, tile, index, beta,
+                                                     score, count == 1))
                         observations[-1].later = len(plays)
                         observed_at.append(i)
                 played += 1

@@ -10,9 +10,17 @@ from collections.abc import Callable
 
 import pytest
 
-from bench.bot_ceiling import Solver, Value, hand_value, hands_move, oracle1_move
+from bench.bot_ceiling import (
+    Solver,
+    Value,
+    hand_value,
+    hands_move,
+    oracle1_move,
+    ruled_out_by_greedy,
+)
 from engine import GameState, apply, legal_moves, new_game, view
 from engine.bots import choose_move
+from engine.bots.knowledge import Knowledge
 from engine.moves import Move
 from engine.views import with_hidden
 
@@ -107,3 +115,52 @@ def test_the_hands_level_does_not_know_the_boneyards_order(preset: str, players:
     for order in range(4):
         random.Random(order).shuffle(boneyard)
         assert hands_move(with_hidden(state, state.hand_masks, boneyard), 5, 40) == chosen
+
+
+def _ruled_overlaps(preset: str, players: int, seed: int, others: str) -> tuple[int, int]:
+    """Play a game of `others` (greedy or random) for every seat but 0, which plays greedily;
+    at each of seat 0's turns, the tiles `ruled_out_by_greedy` rules out of the other hands:
+    how many in all, and how many of them the seats really held."""
+    state = new_game(preset, players, seed)
+    rng = random.Random(seed)
+    ruled_total = overlaps = 0
+    for n in range(300):
+        if state.game_over:
+            break
+        seat = state.turn
+        assert seat is not None
+        seen = view(state, seat)
+        if seat == 0:
+            ruled = ruled_out_by_greedy(Knowledge.from_view(seen), frozenset({0}))
+            for s in range(1, players):
+                ruled_total += ruled[s].bit_count()
+                overlaps += (ruled[s] & state.hand_masks[s]).bit_count()
+            move = choose_move("greedy", seen, n)
+        elif others == "greedy":
+            move = choose_move("greedy", seen, n)
+        else:
+            legal = legal_moves(state)
+            move = legal[rng.randrange(len(legal))]
+        state, _ = apply(state, seat, move)
+    return ruled_total, overlaps
+
+
+@pytest.mark.parametrize(("preset", "players"), [
+    ("fives-and-threes", 4), ("block-penalty", 3), ("all-fives", 2), ("bergen", 4),
+    ("draw", 3), ("all-fives-bga", 4)])
+def test_the_greedy_posterior_never_rules_out_a_tile_a_greedy_seat_holds(
+        preset: str, players: int) -> None:
+    ruled = overlaps = 0
+    for seed in range(3):
+        r, o = _ruled_overlaps(preset, players, seed, "greedy")
+        ruled, overlaps = ruled + r, overlaps + o
+    assert ruled > 0  # the reading rules tiles out...
+    assert overlaps == 0  # ...and never one a greedy seat holds
+
+
+def test_the_greedy_posterior_misreads_seats_that_are_not_greedy() -> None:
+    # The same reading of seats playing at random rules out tiles they hold: the check above
+    # can fail, and `posterior` is a bound against greedy only.
+    overlaps = sum(_ruled_overlaps("fives-and-threes", 4, seed, "random")[1]
+                   for seed in range(3))
+    assert overlaps > 0
