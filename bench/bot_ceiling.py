@@ -18,7 +18,10 @@ engine.cli.match's own. Levels of A, from what strong knows to everything:
   constraint of the view as strong has them), and the deals are not weighed: they are the
   deals that fit the view and greedy play, drawn alike. The best any reading of the other
   seats' choices can do for strong's search against greedy.
-
+- `infoset`: the posterior's deals, `--samples` of them, with A's own later choices searched
+  instead of played by strong's playout policy (`InfosetSearch`: information-set expectimax
+  over the deals, A choosing alike in the deals it cannot tell apart, the other seats
+  greedy, partners included). Slow: every move through engine.game's `apply_until_hand_end`.
 - `oracle1`: every legal play scored by engine.bots.search `outcome` on the true deal (the
   strong bot's evaluation and objective, `WIN` included, with perfect information instead of
   sampled deals); the best, ties to greedy's order. Strong with no hidden tiles.
@@ -57,13 +60,14 @@ import json
 import multiprocessing
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from engine import PRESETS, rules_from_spec
 from engine.bots import choose_move
 from engine.bots.knowledge import Knowledge
-from engine.bots.search import _objective, outcome, search_move
+from engine.bots.sampler import sample_deal
+from engine.bots.search import _objective, _value, outcome, search_move
 from engine.bots.simple import greedy_ranking
 from engine.cli.match import MAX_MOVES, deal_seed, seatings, side_score, wilson
 from engine.errors import EngineError
@@ -71,10 +75,10 @@ from engine.game import apply, apply_until_hand_end, legal_moves, new_game, reso
 from engine.kernel import play_tile
 from engine.moves import Move, Play
 from engine.playout import CAUTIOUS, finish_hand, greedy_key, greedy_points
-from engine.state import GameState
+from engine.state import DREW, GameState
 from engine.views import view, with_hidden
 
-LEVELS = ("oracle", "oracle1", "hands", "posterior", "strong")
+LEVELS = ("oracle", "oracle1", "hands", "posterior", "infoset", "strong")
 SAMPLES = 300
 HAND_DEALS = 200
 NODE_CAP = 20_000
@@ -157,14 +161,99 @@ def ruled_out_by_greedy(knowledge: Knowledge, a_seats: frozenset[int]) -> list[i
     return ruled
 
 
-def posterior_move(state: GameState, a_seats: frozenset[int], seed: int, samples: int) -> Move:
-    """Strong's search on the seat's view, its sampler told that the seats outside `a_seats`
-    play greedily (`ruled_out_by_greedy`), and no deal weighed."""
+def posterior_knowledge(state: GameState, a_seats: frozenset[int]) -> Knowledge:
+    """What the seat to move knows, with the tiles `ruled_out_by_greedy` ruled out of the
+    other seats' slots."""
     seat = state.turn
     assert seat is not None
     knowledge = Knowledge.from_view(view(state, seat))
     ruled = ruled_out_by_greedy(knowledge, a_seats)
     knowledge.slots = [(s, forbid | ruled[s]) for s, forbid in knowledge.slots]
+    return knowledge
+
+
+Seen = tuple[tuple[int, int, int, int], ...]
+"""The round's log as one seat saw it: (seat, kind, tile, on), other seats' draws hidden."""
+
+
+@dataclass(slots=True)
+class InfosetSearch:
+    """The best plan of `seat` over a set of deals, each a `GameState` with `seat` to move
+    (information-set expectimax): after a move the other seats make greedy's move, the seat's
+    forced moves are made, and at each of its later choices the deals are grouped by what the
+    seat has seen since (the round's log, other seats' drawn tiles hidden) and each group takes
+    the play with the best sum over its deals; so no later choice of the seat depends on a tile
+    it could not see then, except through which deals were sampled. `value(state)` scores a
+    state at the hand's end (or the game's) from `seat`'s side."""
+
+    seat: int
+    value: Callable[[GameState], float]
+
+    def advance(self, state: GameState) -> GameState:
+        """Play on until `seat` has a choice or the hand is over."""
+        while state.turn is not None and not state.table.game_over:
+            seat = state.turn
+            if seat == self.seat:
+                legal = legal_moves(state)
+                if len(legal) > 1:
+                    return state
+                move = legal[0]
+            else:
+                move = greedy_order(state)[0]
+            state = apply_until_hand_end(state, seat, move)[0]
+        return state
+
+    def seen(self, state: GameState) -> Seen:
+        return tuple((s, kind, tile if kind != DREW or s == self.seat else -1, on)
+                     for s, kind, tile, on, _, _ in state.log)
+
+    def total(self, deals: Sequence[GameState], move: Move) -> float:
+        """The sum over `deals` (states alike to the seat, the seat to move) of what `move` and
+        the best later choices reach."""
+        total = 0.0
+        groups: dict[Seen, list[GameState]] = {}
+        for state in deals:
+            after = self.advance(apply_until_hand_end(state, self.seat, move)[0])
+            if after.turn is None or after.table.game_over:
+                total += self.value(after)
+            else:
+                groups.setdefault(self.seen(after), []).append(after)
+        for group in groups.values():
+            total += max(self.total(group, m) for m in legal_moves(group[0]))
+        return total
+
+
+def infoset_move(state: GameState, a_seats: frozenset[int], seed: int, samples: int) -> Move:
+    """The posterior's deals (`posterior_knowledge`), `samples` of them, searched by
+    `InfosetSearch` to the hand's end (A's side's points less the mean of the others');
+    ties to greedy's order."""
+    seat = state.turn
+    assert seat is not None
+    order = greedy_order(state)
+    plays = [m for m in order if isinstance(m, Play)]
+    if len(plays) <= 1:
+        return order[0]
+    knowledge = posterior_knowledge(state, a_seats)
+    rng = random.Random(seed)
+    deals = []
+    for _ in range(samples):
+        deal = sample_deal(knowledge, rng)
+        deals.append(knowledge.deal(deal.hands, deal.boneyard))
+    side = state.table.side_of[seat]
+    base = state.scores
+
+    def value(end: GameState) -> float:
+        return _value([a - b for a, b in zip(end.scores, base, strict=True)], side)
+
+    search = InfosetSearch(seat, value)
+    values = [search.total(deals, m) for m in plays]
+    return plays[max(range(len(plays)), key=lambda i: (values[i], -i))]
+
+
+def posterior_move(state: GameState, a_seats: frozenset[int], seed: int, samples: int) -> Move:
+    """Strong's search on the seat's view, its sampler told that the seats outside `a_seats`
+    play greedily (`posterior_knowledge`), and no deal weighed."""
+    knowledge = posterior_knowledge(state, a_seats)
     return search_move(knowledge, seed, time.perf_counter(), 10**9, samples,
                        greedy_ranking(knowledge), infer=False)
 
@@ -345,6 +434,10 @@ def play(task: Task) -> Game:
                 decisions += 1
                 move = posterior_move(state, a_seats, task.deal_seed * 4099 + moves,
                                       task.samples)
+            elif task.level == "infoset":
+                decisions += 1
+                move = infoset_move(state, a_seats, task.deal_seed * 4099 + moves,
+                                    task.samples)
             elif task.level == "strong":
                 decisions += 1
                 move = choose_move("strong", view(state, seat), task.deal_seed * 4099 + moves,

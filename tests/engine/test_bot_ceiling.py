@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from bench.bot_ceiling import (
+    InfosetSearch,
     Solver,
     Value,
     hand_value,
@@ -164,3 +165,46 @@ def test_the_greedy_posterior_misreads_seats_that_are_not_greedy() -> None:
     overlaps = sum(_ruled_overlaps("fives-and-threes", 4, seed, "random")[1]
                    for seed in range(3))
     assert overlaps > 0
+
+
+def _best_line(state: GameState, seat: int, value: Callable[[GameState], float]) -> float:
+    """The best `value` any line of `seat`'s choices reaches, every other seat the greedy bot,
+    by walking every line through `apply` (`state`: `seat` to move)."""
+    best = None
+    for move in legal_moves(state):
+        after, events = apply(state, seat, move)
+        n = 0
+        while not any(e["type"] == "hand_end" for e in events):
+            turn = after.turn
+            assert turn is not None
+            if turn == seat and len(legal_moves(after)) > 1:
+                break
+            reply = (legal_moves(after)[0] if turn == seat
+                     else choose_move("greedy", view(after, turn), n))
+            after, events = apply(after, turn, reply)
+            n += 1
+        done = any(e["type"] == "hand_end" for e in events)
+        result = value(after) if done else _best_line(after, seat, value)
+        best = result if best is None else max(best, result)
+    assert best is not None
+    return best
+
+
+@pytest.mark.parametrize(("preset", "seed", "plies"),
+                         [("all-fives", 3, 2), ("block-penalty", 5, 1), ("block", 7, 1), ("all-threes", 13, 4)])
+def test_the_infoset_search_on_one_deal_finds_the_best_line(preset: str, seed: int,
+                                                            plies: int) -> None:
+    # With the true deal as its only deal, nothing is hidden from the search: its value is
+    # that of the best line of the seat's own choices against greedy.
+    state = _position(preset, 2, seed, plies)
+    seat = state.turn
+    assert seat is not None
+    side = state.table.side_of[seat]
+
+    def value(end: GameState) -> float:
+        gains = [a - b for a, b in zip(end.scores, state.scores, strict=True)]
+        return gains[side] - gains[1 - side]
+
+    search = InfosetSearch(seat, value)
+    found = max(search.total([state], m) for m in legal_moves(state))
+    assert found == _best_line(state, seat, value)
