@@ -190,8 +190,8 @@ def _best_line(state: GameState, seat: int, value: Callable[[GameState], float])
     return best
 
 
-@pytest.mark.parametrize(("preset", "seed", "plies"),
-                         [("all-fives", 3, 2), ("block-penalty", 5, 1), ("block", 7, 1), ("all-threes", 13, 4)])
+@pytest.mark.parametrize(("preset", "seed", "plies"), [
+    ("all-fives", 3, 2), ("block-penalty", 5, 1), ("block", 7, 1), ("all-threes", 13, 4)])
 def test_the_infoset_search_on_one_deal_finds_the_best_line(preset: str, seed: int,
                                                             plies: int) -> None:
     # With the true deal as its only deal, nothing is hidden from the search: its value is
