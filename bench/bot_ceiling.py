@@ -20,8 +20,11 @@ engine.cli.match's own. Levels of A, from what strong knows to everything:
   seats' choices can do for strong's search against greedy.
 - `infoset`: the posterior's deals, `--samples` of them, with A's own later choices searched
   instead of played by strong's playout policy (`InfosetSearch`: information-set expectimax
-  over the deals, A choosing alike in the deals it cannot tell apart, the other seats
-  greedy, partners included). Slow: every move through engine.game's `apply_until_hand_end`.
+  over the deals, A choosing alike in the deals it cannot tell apart, the other seats greedy,
+  a partner modelled as greedy too), under the match's own measure as in `oracle` (the hand's
+  score, then the points difference). Against greedy seats, and without partners, this is the
+  best response any bot on A's view could make, up to the sampling of the deals. Slow: every
+  move through engine.game's `apply_until_hand_end`.
 - `oracle1`: every legal play scored by engine.bots.search `outcome` on the true deal (the
   strong bot's evaluation and objective, `WIN` included, with perfect information instead of
   sampled deals); the best, ties to greedy's order. Strong with no hidden tiles.
@@ -67,7 +70,7 @@ from engine import PRESETS, rules_from_spec
 from engine.bots import choose_move
 from engine.bots.knowledge import Knowledge
 from engine.bots.sampler import sample_deal
-from engine.bots.search import _objective, _value, outcome, search_move
+from engine.bots.search import _objective, outcome, search_move
 from engine.bots.simple import greedy_ranking
 from engine.cli.match import MAX_MOVES, deal_seed, seatings, side_score, wilson
 from engine.errors import EngineError
@@ -80,6 +83,9 @@ from engine.views import view, with_hidden
 
 LEVELS = ("oracle", "oracle1", "hands", "posterior", "infoset", "strong")
 SAMPLES = 300
+MATCH_FIRST = 1e6
+"""The `infoset` level's weight of a hand's match score against its points difference: more
+than any sum of differences over its deals, so the score comes first."""
 HAND_DEALS = 200
 NODE_CAP = 20_000
 WEAK_CELLS: tuple[tuple[str, int], ...] = (
@@ -225,8 +231,8 @@ class InfosetSearch:
 
 def infoset_move(state: GameState, a_seats: frozenset[int], seed: int, samples: int) -> Move:
     """The posterior's deals (`posterior_knowledge`), `samples` of them, searched by
-    `InfosetSearch` to the hand's end (A's side's points less the mean of the others');
-    ties to greedy's order."""
+    `InfosetSearch` to the hand's end under the match's own measure (the hand's score against
+    the other sides, then the points difference: `hand_value`); ties to greedy's order."""
     seat = state.turn
     assert seat is not None
     order = greedy_order(state)
@@ -243,7 +249,8 @@ def infoset_move(state: GameState, a_seats: frozenset[int], seed: int, samples: 
     base = state.scores
 
     def value(end: GameState) -> float:
-        return _value([a - b for a, b in zip(end.scores, base, strict=True)], side)
+        score, diff = hand_value(end.scores, base, side)
+        return score * MATCH_FIRST + diff
 
     search = InfosetSearch(seat, value)
     values = [search.total(deals, m) for m in plays]
