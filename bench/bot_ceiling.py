@@ -178,6 +178,26 @@ def posterior_knowledge(state: GameState, a_seats: frozenset[int]) -> Knowledge:
     return knowledge
 
 
+def to_choice(state: GameState, seats: frozenset[int],
+              counted: Callable[[], None] | None = None) -> GameState:
+    """Play on until one of `seats` has a choice or the hand is over: the other seats make
+    greedy's move, `seats` their forced moves as the engine lists them; `counted` is called
+    after every move."""
+    while state.turn is not None and not state.table.game_over:
+        seat = state.turn
+        if seat in seats:
+            legal = legal_moves(state)
+            if len(legal) > 1:
+                return state
+            move = legal[0]
+        else:
+            move = greedy_order(state)[0]
+        state = apply_until_hand_end(state, seat, move)[0]
+        if counted is not None:
+            counted()
+    return state
+
+
 Seen = tuple[tuple[int, int, int, int], ...]
 """The round's log as one seat saw it: (seat, kind, tile, on), other seats' draws hidden."""
 
@@ -195,20 +215,6 @@ class InfosetSearch:
     seat: int
     value: Callable[[GameState], float]
 
-    def advance(self, state: GameState) -> GameState:
-        """Play on until `seat` has a choice or the hand is over."""
-        while state.turn is not None and not state.table.game_over:
-            seat = state.turn
-            if seat == self.seat:
-                legal = legal_moves(state)
-                if len(legal) > 1:
-                    return state
-                move = legal[0]
-            else:
-                move = greedy_order(state)[0]
-            state = apply_until_hand_end(state, seat, move)[0]
-        return state
-
     def seen(self, state: GameState) -> Seen:
         return tuple((s, kind, tile if kind != DREW or s == self.seat else -1, on)
                      for s, kind, tile, on, _, _ in state.log)
@@ -219,7 +225,8 @@ class InfosetSearch:
         total = 0.0
         groups: dict[Seen, list[GameState]] = {}
         for state in deals:
-            after = self.advance(apply_until_hand_end(state, self.seat, move)[0])
+            after = to_choice(apply_until_hand_end(state, self.seat, move)[0],
+                              frozenset((self.seat,)))
             if after.turn is None or after.table.game_over:
                 total += self.value(after)
             else:
@@ -297,23 +304,11 @@ class Solver:
     partial: bool = False
     """Whether `line` holds only the first move of a cautious line (its value is known)."""
 
-    def advance(self, state: GameState) -> GameState:
-        """Play on until A's side has a choice or the hand is over: greedy seats greedy's
-        move, forced moves as the engine lists them."""
-        while state.turn is not None and not state.table.game_over:
-            seat = state.turn
-            if seat in self.a_seats:
-                legal = legal_moves(state)
-                if len(legal) > 1:
-                    return state
-                move = legal[0]
-            else:
-                move = greedy_order(state)[0]
-            state = apply_until_hand_end(state, seat, move)[0]
-            self.nodes += 1
-            if self.nodes > self.cap:
-                raise Capped
-        return state
+    def count(self) -> None:
+        """One more position searched."""
+        self.nodes += 1
+        if self.nodes > self.cap:
+            raise Capped
 
     def consider(self, value: Value, line: list[Move]) -> None:
         """A leaf reached by `line`: the best so far if strictly better (ties go to the line
@@ -324,7 +319,7 @@ class Solver:
             self.partial = False
 
     def dfs(self, state: GameState, path: list[Move]) -> None:
-        state = self.advance(state)
+        state = to_choice(state, self.a_seats, self.count)
         if state.turn is None or state.table.game_over:
             self.consider(hand_value(state.scores, self.base, self.a_side), path)
             return
