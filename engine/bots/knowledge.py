@@ -8,10 +8,10 @@ then open (and a tile it drew and kept did not fit either). Each hidden tile of 
 gets a *slot* with the tiles it cannot be; the last tiles a seat drew are assumed to be the
 ones it still holds, which is the loosest reading, so the real deal always satisfies the
 slots. It also records each free choice of play the other seats made (`Observation`), scored
-by the kernel at the layout of the time, so a deal can be weighed by how well it explains them
-(`Knowledge.log_likelihood`: players are taken to play greedy's move with chance `GREEDY_MIX`,
-else to prefer points softly). `Knowledge.deal` turns one sampled deal into the full
-`GameState` the search plays out. Imports only engine modules.
+by the kernel at the layout of the time and counted as greedy counts points, so a deal can be
+weighed by how well it explains them (`Knowledge.log_likelihood`: players are taken to play
+greedy's move with chance `GREEDY_MIX`, else to prefer points softly). `Knowledge.deal` turns
+one sampled deal into the full `GameState` the search plays out. Imports only engine modules.
 """
 
 from __future__ import annotations
@@ -215,8 +215,8 @@ class Knowledge:
         observations: list[Observation] = []
         plays: list[tuple[int, int]] = []
         observed_at: list[int] = []  # each observation's place in the history
-        before = _before_each(history, position.table.side_of, position.scores,
-                              [int(c) for c in view["hand_counts"]])
+        counts = [int(c) for c in view["hand_counts"]]
+        before = _before_each(history, position.table.side_of, position.scores, counts)
         for i, entry in enumerate(history):
             s = int(entry["seat"])
             nodes, ends = steps[min(played, len(layout))]
@@ -265,7 +265,6 @@ class Knowledge:
             for t in range(28):
                 if _heavier(t, first_lead):
                     initial_forbid |= 1 << t
-        counts = [int(c) for c in view["hand_counts"]]
         slots: list[Slot] = []
         for s in range(rules.players):
             if s == seat:
