@@ -3,6 +3,7 @@
     python -m bench.bot_ceiling --preset all-fives --players 2 --deals 40 --level oracle
     python -m bench.bot_ceiling --cells weak --deals 40 --level oracle1 --jobs 2
     python -m bench.bot_ceiling --cells all --deals 10 --level oracle --node-cap 5000
+    python -m bench.bot_ceiling --cells weak --deals 100 --level posterior --samples 300 --jobs 2
 
 Side A sees the true `GameState` (every hand and the boneyard's order); every other seat is
 the `greedy` bot (engine.bots `choose_move("greedy", view(state, seat), ...)`, as in
@@ -84,8 +85,8 @@ from engine.views import view, with_hidden
 LEVELS = ("oracle", "oracle1", "hands", "posterior", "infoset", "strong")
 SAMPLES = 300
 MATCH_FIRST = 1e6
-"""The `infoset` level's weight of a hand's match score against its points difference: more
-than any sum of differences over its deals, so the score comes first."""
+"""The `infoset` level's weight of a hand's match score against its points difference: far
+more than the points differences summed over a few hundred deals, so the score comes first."""
 HAND_DEALS = 200
 NODE_CAP = 20_000
 WEAK_CELLS: tuple[tuple[str, int], ...] = (
@@ -541,7 +542,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--hand-deals", type=int, default=HAND_DEALS,
                         help="boneyard shuffles per choice of the `hands` level")
     parser.add_argument("--samples", type=int, default=SAMPLES,
-                        help="deals a move of the `strong` and `posterior` levels")
+                        help="deals a move of the `strong`, `posterior` and `infoset` levels")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--cells", choices=("weak", "all"), default=None,
                         help="run a list of cells instead of --preset/--players")
