@@ -406,6 +406,19 @@ class Game:
     plan_mismatch: bool
 
 
+_LEVEL_MOVES: dict[str, Callable[[GameState, frozenset[int], int, Task], Move]] = {
+    "oracle1": lambda state, a_seats, seed, task: oracle1_move(state),
+    "hands": lambda state, a_seats, seed, task: hands_move(state, seed, task.deals),
+    "posterior": lambda state, a_seats, seed, task: posterior_move(state, a_seats, seed,
+                                                                   task.samples),
+    "infoset": lambda state, a_seats, seed, task: infoset_move(state, a_seats, seed,
+                                                               task.samples),
+    "strong": lambda state, a_seats, seed, task: choose_move(
+        "strong", view(state, state.turn), seed, think_ms=10**9, samples=task.samples),
+}
+"""The levels other than `oracle` (which keeps a plan between choices): A's move at a choice."""
+
+
 def play(task: Task) -> Game:
     """Play one hand: A omniscient, B the greedy bot on its view."""
     state = new_game(task.spec, task.players, task.deal_seed)
@@ -423,29 +436,12 @@ def play(task: Task) -> Game:
     while not state.game_over and moves < MAX_MOVES:
         seat = state.turn
         assert seat is not None
+        seed = task.deal_seed * 4099 + moves
         if seat in a_seats:
             legal = legal_moves(state)
             if len(legal) == 1:
                 move = legal[0]
-            elif task.level == "oracle1":
-                decisions += 1
-                move = oracle1_move(state)
-            elif task.level == "hands":
-                decisions += 1
-                move = hands_move(state, task.deal_seed * 4099 + moves, task.deals)
-            elif task.level == "posterior":
-                decisions += 1
-                move = posterior_move(state, a_seats, task.deal_seed * 4099 + moves,
-                                      task.samples)
-            elif task.level == "infoset":
-                decisions += 1
-                move = infoset_move(state, a_seats, task.deal_seed * 4099 + moves,
-                                    task.samples)
-            elif task.level == "strong":
-                decisions += 1
-                move = choose_move("strong", view(state, seat), task.deal_seed * 4099 + moves,
-                                   think_ms=10**9, samples=task.samples)
-            else:
+            elif task.level == "oracle":
                 decisions += 1
                 if not (exact and plan and plan[0] in legal):
                     exact = False
@@ -457,8 +453,11 @@ def play(task: Task) -> Game:
                             fallbacks += 1
                 move = plan[0]
                 plan = plan[1:]
+            else:
+                decisions += 1
+                move = _LEVEL_MOVES[task.level](state, a_seats, seed, task)
         else:
-            move = choose_move("greedy", view(state, seat), task.deal_seed * 4099 + moves)
+            move = choose_move("greedy", view(state, seat), seed)
             if move != greedy_order(state)[0]:
                 mismatches += 1
         state, events = apply(state, seat, move)

@@ -8,9 +8,9 @@ together. A message the client has just sent shows that it is there, so such a s
 pinged at its ping time (the next one is an interval later), as long as nothing waits in its
 write buffer and it answered a ping within the last `PROOF_INTERVALS` intervals: a client that
 sends but does not read is still pinged (it cannot answer) and dropped, at most that many
-intervals later than with a ping every interval. Players who move
-and chat are pinged once every `PROOF_INTERVALS` intervals instead of every interval; silent
-sockets (spectators) every interval, as before.
+intervals later than with a ping every interval. Players who move and chat are pinged once
+every `PROOF_INTERVALS` intervals instead of every interval; silent sockets (spectators) every
+interval, as before.
 
 It also lets the server write a binary frame without the ASGI layers (`send_now`, offered to
 the application as the scope extension ``SEND_NOW``): when the socket is open and its transport
